@@ -1,0 +1,69 @@
+"""Every exception probewise raises, in one place.
+
+All of them derive from :class:`ProbewiseError`. Messages say what was wrong and
+what to do about it; none ever carries completion text.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CrossDocumentAttentionError",
+    "FastPathLostError",
+    "InsufficientPointsError",
+    "InvalidInputError",
+    "ProbewiseError",
+    "RubricError",
+    "SealedError",
+    "SweepNoOpError",
+    "TraceFormatError",
+]
+
+
+class ProbewiseError(Exception):
+    """Base class of every exception raised by probewise."""
+
+
+class InvalidInputError(ProbewiseError, ValueError):
+    """An argument has the right type but a value the operation cannot use."""
+
+
+class SealedError(ProbewiseError, TypeError):
+    """A :class:`~probewise.Sealed` was asked to show, copy, pickle or compare its text."""
+
+
+class RubricError(ProbewiseError, ValueError):
+    """A :class:`~probewise.Rubric` could not be built (e.g. a rule's pattern does not compile)."""
+
+
+class TraceFormatError(ProbewiseError, ValueError):
+    """A saved profiler trace or table is damaged or in a form that cannot be read.
+
+    ``offset`` is the byte offset (in the decompressed stream) where the damage was
+    found, when it is known; ``path`` names the file, when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, offset: int | None = None) -> None:
+        where = []
+        if path is not None:
+            where.append(path)
+        if offset is not None:
+            where.append(f"byte {offset}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+        self.path = path
+        self.offset = offset
+
+
+class InsufficientPointsError(ProbewiseError, ValueError):
+    """A scaling fit was given fewer than three distinct lengths."""
+
+
+class SweepNoOpError(ProbewiseError, RuntimeError):
+    """A bucket-size sweep produced identical batch compositions for sizes that partition differently."""
+
+
+class FastPathLostError(ProbewiseError, AssertionError):
+    """One or more attention layers lost SDPA's fast path (see the message for which and why)."""
+
+
+class CrossDocumentAttentionError(ProbewiseError, AssertionError):
+    """Packed documents can attend to each other: the block-diagonal mask was lost."""
