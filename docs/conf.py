@@ -4,7 +4,7 @@ from __future__ import annotations
 
 project = "probewise"
 author = "probewise developers"
-copyright = "2026, probewise developers"  # noqa: A001
+copyright = "2026, probewise developers"
 
 extensions = [
     "myst_parser",

@@ -43,7 +43,7 @@ class TraceFormatError(ProbewiseError, ValueError):
     """
 
     def __init__(self, message: str, *, path: str | None = None, offset: int | None = None) -> None:
-        where = []
+        where: list[str] = []
         if path is not None:
             where.append(path)
         if offset is not None:

@@ -1,0 +1,152 @@
+"""compare_arms(): the deflection count as a free control."""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import cast, final
+
+import attrs
+
+from probewise.errors import InvalidInputError
+from probewise.responses.outcome import Deflected
+from probewise.responses.tally import ArmTally, Proportion
+
+__all__ = ["ControlState", "ControlVerdict", "compare_arms"]
+
+
+class ControlState(enum.Enum):
+    """What the two arms' deflection counts say about the refusal rules."""
+
+    REGEX_SOUND = "regex_sound"
+    """No deflection in either arm: the model is binary, the refusal rules are sound."""
+    ONE_ARM = "one_arm"
+    """Deflections in one arm only: the difference between the arms is real."""
+    BOTH_ARMS = "both_arms"
+    """Deflections in both: a refusal regex undercounts in both; compare both rates."""
+    UNRELIABLE = "unreliable"
+    """An arm has no answered completion, or too many Empty/Error outcomes."""
+
+
+def _share(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not (math.isnan(value) or 0.0 <= value <= 1.0):
+        raise ValueError(f"{attribute.name} must lie in [0, 1] or be NaN, got {value!r}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ControlVerdict:
+    """The control's verdict, with every figure it rests on.
+
+    ``p_value`` is Fisher's exact test (two-sided) on deflected versus other answered
+    outcomes in the two arms (NaN when an arm has no answered outcome).
+    ``failed_share_*`` is (empty + error) / n per arm (NaN for an empty arm).
+    """
+
+    state: ControlState = attrs.field(validator=attrs.validators.instance_of(ControlState))
+    deflected_a: int = attrs.field(validator=attrs.validators.ge(0))
+    deflected_b: int = attrs.field(validator=attrs.validators.ge(0))
+    p_value: float = attrs.field(validator=_share)
+    failed_share_a: float = attrs.field(validator=_share)
+    failed_share_b: float = attrs.field(validator=_share)
+    rate_a: Proportion
+    rate_b: Proportion
+    alpha: float
+
+    @property
+    def rates_differ(self) -> bool:
+        """Whether the deflection rates differ at ``alpha`` (Fisher's exact test)."""
+        return not math.isnan(self.p_value) and self.p_value < self.alpha
+
+    def summary(self) -> str:
+        """One sentence for people."""
+        match self.state:
+            case ControlState.REGEX_SOUND:
+                return "no deflections in either arm: the model is binary and the refusal rules are sound"
+            case ControlState.ONE_ARM:
+                arm = "A" if self.deflected_a else "B"
+                return f"deflections in arm {arm} only: the difference between the arms is real"
+            case ControlState.BOTH_ARMS:
+                differ = "differ" if self.rates_differ else "do not differ"
+                return (
+                    "deflections in both arms: a refusal regex undercounts in both; the "
+                    f"deflection rates {differ} (Fisher p = {self.p_value:.3g}, alpha = {self.alpha})"
+                )
+            case ControlState.UNRELIABLE:
+                return (
+                    "unreliable: an arm has no answered completion or too many Empty/Error "
+                    "outcomes; the figures are reported but support no conclusion"
+                )
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready values (NaN becomes ``None``)."""
+
+        def clean(value: float) -> float | None:
+            return None if math.isnan(value) else value
+
+        return {
+            "state": self.state.value,
+            "deflected_a": self.deflected_a,
+            "deflected_b": self.deflected_b,
+            "p_value": clean(self.p_value),
+            "rates_differ": self.rates_differ,
+            "failed_share_a": clean(self.failed_share_a),
+            "failed_share_b": clean(self.failed_share_b),
+            "rate_a": self.rate_a.to_dict(),
+            "rate_b": self.rate_b.to_dict(),
+            "alpha": self.alpha,
+        }
+
+
+def _failed_share(tally: ArmTally) -> float:
+    return (tally.empty + tally.error) / tally.n if tally.n else math.nan
+
+
+def compare_arms(
+    a: ArmTally, b: ArmTally, *, alpha: float = 0.05, max_failed_share: float = 0.1
+) -> ControlVerdict:
+    """Read the deflection control across two arms (it does not care which arm is which)."""
+    if not isinstance(cast("object", a), ArmTally) or not isinstance(cast("object", b), ArmTally):
+        raise TypeError("compare_arms takes two ArmTally values")
+    if not 0.0 < alpha < 1.0:
+        raise InvalidInputError(f"alpha must lie in (0, 1), got {alpha!r}")
+    if not 0.0 <= max_failed_share <= 1.0:
+        raise InvalidInputError(f"max_failed_share must lie in [0, 1], got {max_failed_share!r}")
+    failed_a, failed_b = _failed_share(a), _failed_share(b)
+    if a.answered and b.answered:
+        import numpy as np
+        from scipy.stats import fisher_exact
+
+        table = np.array(
+            [
+                [a.deflected, a.answered - a.deflected],
+                [b.deflected, b.answered - b.deflected],
+            ]
+        )
+        p_value = min(1.0, float(fisher_exact(table, alternative="two-sided").pvalue))
+    else:
+        p_value = math.nan
+    if (
+        not a.answered
+        or not b.answered
+        or failed_a > max_failed_share
+        or failed_b > max_failed_share
+    ):
+        state = ControlState.UNRELIABLE
+    elif a.deflected == 0 and b.deflected == 0:
+        state = ControlState.REGEX_SOUND
+    elif a.deflected == 0 or b.deflected == 0:
+        state = ControlState.ONE_ARM
+    else:
+        state = ControlState.BOTH_ARMS
+    return ControlVerdict(
+        state=state,
+        deflected_a=a.deflected,
+        deflected_b=b.deflected,
+        p_value=p_value,
+        failed_share_a=failed_a,
+        failed_share_b=failed_b,
+        rate_a=a.rate(Deflected),
+        rate_b=b.rate(Deflected),
+        alpha=alpha,
+    )

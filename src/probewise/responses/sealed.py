@@ -1,0 +1,85 @@
+"""Sealed: a holder for completion text that cannot be shown, copied or compared.
+
+The text goes in through ``Sealed(text)`` and comes out only inside
+:func:`probewise.classify`. ``repr`` shows the length and nothing else; ``str``,
+``format``, pickling, copying, equality and hashing refuse with
+:class:`~probewise.SealedError` (whose message never carries the text).
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn, final
+
+from probewise.errors import SealedError
+
+__all__ = ["Sealed"]
+
+
+def _refuse(what: str) -> NoReturn:
+    raise SealedError(f"Sealed text cannot be {what}; pass it to probewise.classify() instead")
+
+
+@final
+class Sealed:
+    """Completion text that only :func:`probewise.classify` may read.
+
+    >>> s = Sealed("anything")
+    >>> s
+    Sealed(<8 chars>)
+    """
+
+    __slots__ = ("__text",)
+
+    def __init__(self, text: str, /) -> None:
+        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"Sealed() takes a str, got {type(text).__name__}")
+        # An exact str copy: a str subclass could override methods that the
+        # classifier calls and smuggle the text out through an exception.
+        self.__text: str = str.__getitem__(text, slice(None))
+
+    def __init_subclass__(cls) -> None:
+        raise TypeError("Sealed cannot be subclassed")
+
+    def __len__(self) -> int:
+        return len(self.__text)
+
+    def __repr__(self) -> str:
+        return f"Sealed(<{len(self.__text)} chars>)"
+
+    def __str__(self) -> str:
+        _refuse("converted to str")
+
+    def __format__(self, format_spec: str) -> str:
+        _refuse("formatted")
+
+    def __reduce__(self) -> NoReturn:
+        _refuse("pickled")
+
+    def __reduce_ex__(self, protocol: object) -> NoReturn:
+        _refuse("pickled")
+
+    def __getstate__(self) -> NoReturn:
+        _refuse("pickled")
+
+    def __copy__(self) -> NoReturn:
+        _refuse("copied")
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        _refuse("copied")
+
+    def __eq__(self, other: object) -> NoReturn:
+        _refuse("compared")
+
+    def __ne__(self, other: object) -> NoReturn:
+        _refuse("compared")
+
+    def __hash__(self) -> NoReturn:
+        _refuse("hashed")
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def _open(sealed: Sealed) -> str:  # pyright: ignore[reportUnusedFunction]
+    """The text inside ``sealed``. Called only by :mod:`probewise.responses.classify`."""
+    return sealed._Sealed__text  # type: ignore[attr-defined,no-any-return]
