@@ -183,6 +183,7 @@ class Boom(Exception):
 def test_exception_raised_while_classifying_is_dropped() -> None:
     class _ExplodingPattern:
         groups = 0
+        pattern = "x"
 
         def search(self, *_args: object, **_kwargs: object) -> None:
             raise Boom(CANARY)

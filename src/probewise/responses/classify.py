@@ -59,6 +59,8 @@ _QUOTES: tuple[tuple[str, str], ...] = tuple(
 )
 # Format characters (zero-width space and joiners, soft hyphen, bidi controls, BOM)
 # and the control characters that str.split() does not treat as whitespace.
+# Format characters (zero-width space and joiners, soft hyphen, bidi controls, BOM)
+# and the control characters that str.split() does not treat as whitespace.
 _INVISIBLE = regex.compile(r"[\p{Cf}\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]+")
 _SENTENCE_END = regex.compile(r"[.!?](?= |$)")
 
@@ -67,17 +69,18 @@ def normalise(text: str) -> str:
     """The form rules match: format characters removed, NFKC, casefolded, curly quotes
     folded to straight ones, whitespace collapsed to single spaces, stripped."""
     if text.isascii():
-        if not text.isprintable():
-            text = _INVISIBLE.sub("", text)
-        return " ".join(text.lower().split())
-    text = _INVISIBLE.sub("", text)
-    text = unicodedata.normalize("NFKC", text).casefold()
-    for curly, straight in _QUOTES:
-        if curly in text:
-            text = text.replace(curly, straight)
-    # NFKC can produce format characters from compatibility forms; remove again.
-    text = _INVISIBLE.sub("", text)
-    return " ".join(text.split())
+        text = text.lower()
+    else:
+        text = unicodedata.normalize("NFKC", text).casefold()
+        for curly, straight in _QUOTES:
+            if curly in text:
+                text = text.replace(curly, straight)
+    text = " ".join(text.split())
+    # After collapsing whitespace only format and control characters are left that
+    # are not printable: the (slower) removal runs only when there are some.
+    if not text.isprintable():
+        text = " ".join(_INVISIBLE.sub("", text).split())
+    return text
 
 
 def _opening(text: str, limit: int) -> str:
@@ -105,12 +108,20 @@ class _Clock:
 def _first(
     rules: tuple[Rule, ...], prefilter: regex.Pattern[str] | None, text: str, clock: _Clock
 ) -> Rule | None:
-    if prefilter is not None and prefilter.search(text, timeout=clock.left()) is None:
+    if prefilter is not None and _find(prefilter, text, clock) is None:
         return None
     for rule in rules:
-        if rule.compiled.search(text, timeout=clock.left()) is not None:
+        if _find(rule.compiled, text, clock) is not None:
             return rule
     return None
+
+
+def _find(pattern: regex.Pattern[str], text: str, clock: _Clock) -> regex.Match[str] | None:
+    # A pattern anchored with a leading "^" can only match at 0 (the normalised text
+    # has no newlines): match() there instead of trying every position.
+    if pattern.pattern.startswith("^"):
+        return pattern.match(text, timeout=clock.left())
+    return pattern.search(text, timeout=clock.left())
 
 
 def _decide(
@@ -118,9 +129,9 @@ def _decide(
 ) -> Outcome:
     # Normalise a prefix generous enough for the opening; the whole text only when
     # needed (a blank prefix, or axis rules that look everywhere).
-    prefix_chars = max(4 * rubric.opening_chars, 2048)
+    prefix_chars = 2 * rubric.opening_chars
     head = normalise(raw[:prefix_chars])
-    if not head and len(raw) > prefix_chars:
+    if len(head) < rubric.opening_chars and len(raw) > prefix_chars:
         head = normalise(raw)
     if not head:
         return Empty(truncated=truncated)

@@ -21,7 +21,7 @@ _LEAD = (
     r"thank you|well|hmm|okay|ok|as much as i'd like to help|while i understand)"
 )
 _START = (
-    r"^(?:[^\".!?:\n]{0,120}[.!?] )?"
+    r"^(?:[^\".!?:\n]{0,120}+[.!?] )?"
     r"(?:" + _LEAD + r"\b[^\".!?:\n]{0,40}?(?:[,.!]|\b) ?(?:but |however,? )?)?"
 )
 _VERBS = (

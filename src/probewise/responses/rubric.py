@@ -105,7 +105,10 @@ def _combine(rules: tuple[Rule, ...]) -> regex.Pattern[str] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            return regex.compile("|".join(f"(?:{rule.pattern})" for rule in rules), _FLAGS)
+            body = "|".join(f"(?:{rule.pattern})" for rule in rules)
+            # Every alternative anchored: anchor the whole, so matching tries position 0 only.
+            anchored = all(rule.pattern.startswith("^") for rule in rules)
+            return regex.compile(f"^(?:{body})" if anchored else body, _FLAGS)
     except Exception:
         return None
 
