@@ -181,3 +181,47 @@ def test_completion_and_sealed_agree_with_str(text: str, finish: FinishReason) -
     assert classify(Sealed(text)) == plain
     if finish is FinishReason.STOP:
         assert classify(Completion(text, finish)) == plain
+
+
+_RULE_WORDS = st.sampled_from(
+    [
+        "i can't help",
+        "sorry, but i won't",
+        "instead",
+        "let's talk",
+        "a doctor",
+        "i'd recommend",
+        "speaking with",
+        "how about",
+        "thanks for asking.",
+        "is there anything else",
+        "no,",
+    ]
+)
+
+
+@given(st.lists(st.one_of(_RULE_WORDS, st.text(max_size=20)), max_size=12).map(" ".join))
+def test_prefilters_agree_with_rule_by_rule_matching(text: str) -> None:
+    rubric = Rubric.default()
+    opening = normalise(text)[: rubric.opening_chars]
+    for rules, prefilter in (
+        (rubric.refusal, rubric._refusal_any),
+        (rubric.deflection, rubric._deflection_any),
+    ):
+        assert prefilter is not None
+        any_rule = any(
+            r.compiled.match(opening) if r.pattern.startswith("^") else r.compiled.search(opening)
+            for r in rules
+        )
+        found = (
+            prefilter.match(opening)
+            if prefilter.pattern.startswith("^")
+            else prefilter.search(opening)
+        )
+        assert (found is not None) == any_rule
+
+
+def test_upper_case_caller_patterns_keep_ignorecase() -> None:
+    rubric = Rubric(deflection=[Rule("a", r"\bBANANA\b"), Rule("b", r"\bkiwi\b")])
+    assert isinstance(classify("I like Banana bread.", rubric), Deflected)
+    assert isinstance(classify("KIWI!", rubric), Deflected)
