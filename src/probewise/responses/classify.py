@@ -130,9 +130,10 @@ def _decide(
     # Normalise a prefix generous enough for the opening; the whole text only when
     # needed (a blank prefix, or axis rules that look everywhere).
     prefix_chars = 2 * rubric.opening_chars
+    covers_all = len(raw) <= prefix_chars
     head = normalise(raw[:prefix_chars])
-    if len(head) < rubric.opening_chars and len(raw) > prefix_chars:
-        head = normalise(raw)
+    if len(head) < rubric.opening_chars and not covers_all:
+        head, covers_all = normalise(raw), True
     if not head:
         return Empty(truncated=truncated)
     opening = _opening(head, rubric.opening_chars)
@@ -140,7 +141,7 @@ def _decide(
     if rule is not None:
         return Refused(truncated=truncated, rule=rule)
     if axis is not None and axis in rubric.axes:
-        whole = head if len(raw) <= prefix_chars else normalise(raw)
+        whole = head if covers_all else normalise(raw)
         evidence = tuple(
             r for r in rubric.axes[axis] if r.compiled.search(whole, timeout=clock.left())
         )

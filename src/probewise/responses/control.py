@@ -10,7 +10,7 @@ import attrs
 
 from probewise.errors import InvalidInputError
 from probewise.responses.outcome import Deflected
-from probewise.responses.tally import ArmTally, Proportion
+from probewise.responses.tally import ArmTally, Proportion, _unit_or_nan
 
 __all__ = ["ControlState", "ControlVerdict", "compare_arms"]
 
@@ -28,11 +28,6 @@ class ControlState(enum.Enum):
     """An arm has no answered completion, or too many Empty/Error outcomes."""
 
 
-def _share(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not (math.isnan(value) or 0.0 <= value <= 1.0):
-        raise ValueError(f"{attribute.name} must lie in [0, 1] or be NaN, got {value!r}")
-
-
 @final
 @attrs.frozen(kw_only=True)
 class ControlVerdict:
@@ -46,9 +41,9 @@ class ControlVerdict:
     state: ControlState = attrs.field(validator=attrs.validators.instance_of(ControlState))
     deflected_a: int = attrs.field(validator=attrs.validators.ge(0))
     deflected_b: int = attrs.field(validator=attrs.validators.ge(0))
-    p_value: float = attrs.field(validator=_share)
-    failed_share_a: float = attrs.field(validator=_share)
-    failed_share_b: float = attrs.field(validator=_share)
+    p_value: float = attrs.field(validator=_unit_or_nan)
+    failed_share_a: float = attrs.field(validator=_unit_or_nan)
+    failed_share_b: float = attrs.field(validator=_unit_or_nan)
     rate_a: Proportion
     rate_b: Proportion
     alpha: float
