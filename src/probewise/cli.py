@@ -19,7 +19,7 @@ from probewise.errors import ProbewiseError
 
 __all__ = ["build_parser", "main"]
 
-_SUBCOMMAND_MODULES: tuple[str, ...] = ("probewise._cli_demo",)
+_SUBCOMMAND_MODULES: tuple[str, ...] = ("probewise._cli_demo", "probewise._cli_kernels")
 
 Handler = Callable[[argparse.Namespace], int]
 

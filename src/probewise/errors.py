@@ -6,8 +6,11 @@ what to do about it; none ever carries completion text.
 
 from __future__ import annotations
 
+import enum
+
 __all__ = [
     "CrossDocumentAttentionError",
+    "DamageKind",
     "FastPathLostError",
     "InsufficientPointsError",
     "InvalidInputError",
@@ -35,14 +38,42 @@ class RubricError(ProbewiseError, ValueError):
     """A :class:`~probewise.Rubric` could not be built (e.g. a rule's pattern does not compile)."""
 
 
+@enum.unique
+class DamageKind(enum.Enum):
+    """What was wrong with a damaged trace or table (:attr:`TraceFormatError.kind`)."""
+
+    EMPTY = "empty"
+    """Nothing but whitespace."""
+    NOT_JSON = "not_json"
+    """The content does not start like JSON (nor like gzip)."""
+    WRONG_STRUCTURE = "wrong_structure"
+    """Valid JSON, but not a trace: no ``traceEvents`` array, or events that are not objects."""
+    TRUNCATED_GZIP = "truncated_gzip"
+    """The gzip stream ends early or is corrupt."""
+    TRUNCATED = "truncated"
+    """The JSON stops mid-event: the profiler was killed while writing."""
+    MALFORMED = "malformed"
+    """Invalid JSON inside (e.g. unquoted ``N/A``, control characters, unescaped quotes)."""
+    NOT_A_TABLE = "not_a_table"
+    """Text that is not a printed ``key_averages().table()``."""
+
+
 class TraceFormatError(ProbewiseError, ValueError):
     """A saved profiler trace or table is damaged or in a form that cannot be read.
 
     ``offset`` is the byte offset (in the decompressed stream) where the damage was
-    found, when it is known; ``path`` names the file, when there is one.
+    found, when it is known; ``path`` names the file, when there is one; ``kind``
+    says what was wrong, when the reader knows.
     """
 
-    def __init__(self, message: str, *, path: str | None = None, offset: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        offset: int | None = None,
+        kind: DamageKind | None = None,
+    ) -> None:
         where: list[str] = []
         if path is not None:
             where.append(path)
@@ -51,6 +82,7 @@ class TraceFormatError(ProbewiseError, ValueError):
         super().__init__(f"{message} ({', '.join(where)})" if where else message)
         self.path = path
         self.offset = offset
+        self.kind = kind
 
 
 class InsufficientPointsError(ProbewiseError, ValueError):

@@ -10,23 +10,34 @@ from typing import assert_never, assert_type
 
 from probewise import (
     ArmTally,
+    ChromeTraceSet,
     Completion,
     Complied,
     ControlState,
     ControlVerdict,
+    DamageKind,
     Deflected,
     Empty,
     Error,
     ErrorKind,
+    ExclusionReason,
     FinishReason,
+    KernelDiff,
+    KernelKind,
+    KernelRow,
+    KernelTable,
     Outcome,
     Proportion,
     Refused,
     Rubric,
     Rule,
     Sealed,
+    StepBreakdown,
+    TraceFormatError,
+    TraceSource,
     classify,
     compare_arms,
+    read_chrome_traces,
 )
 
 
@@ -81,6 +92,50 @@ def api() -> None:
     Rubric(refusal=[Rule("r", "no")], axes={"axis": [Rule("a", "yes")]})
 
 
+def kernels(path: str) -> None:
+    table = KernelTable.from_chrome_trace(path, salvage=True)
+    assert_type(table, KernelTable)
+    assert_type(table.rows, tuple[KernelRow, ...])
+    assert_type(table.kernel_us, float)
+    assert_type(table.naive_device_us, float | None)
+    assert_type(table.steps, tuple[StepBreakdown, ...])
+    assert_type(table.sources, tuple[TraceSource, ...])
+    assert_type(table.missing_ranks, tuple[int, ...])
+    assert_type(table.by_kind(), dict[KernelKind, float])
+    assert_type(table.top(3), tuple[KernelRow, ...])
+    assert_type(table + KernelTable.empty(), KernelTable)
+    assert_type(table.diff(table), KernelDiff)
+    assert_type(table.exclusion(ExclusionReason.STREAM_SYNC).events, int)
+    assert_type(KernelTable.from_json(table.to_json()), KernelTable)
+    assert_type(KernelTable.from_profiler_table("text"), KernelTable)
+    assert_type(KernelTable.from_key_averages([]), KernelTable)
+    ranks = read_chrome_traces([path, path], workers=1)
+    assert_type(ranks, ChromeTraceSet)
+    assert_type(ranks.per_rank, tuple[KernelTable, ...])
+    row = table.rows[0]
+    assert_type(row.calls, int | None)
+    match row.kind:
+        case KernelKind.MEMCPY | KernelKind.MEMSET:
+            pass
+        case (
+            KernelKind.GEMM
+            | KernelKind.ATTENTION
+            | KernelKind.ELEMENTWISE
+            | KernelKind.REDUCTION
+            | KernelKind.NORMALIZATION
+            | KernelKind.COMMUNICATION
+            | KernelKind.OTHER
+        ):
+            pass
+        case _:
+            assert_never(row.kind)
+    try:
+        KernelTable.from_chrome_trace(path)
+    except TraceFormatError as error:
+        assert_type(error.kind, DamageKind | None)
+        assert_type(error.offset, int | None)
+
+
 def negatives() -> None:
     Complied(text="x")  # type: ignore[call-arg]
     outcome = Complied()
@@ -88,3 +143,7 @@ def negatives() -> None:
     ArmTally().rate(Complied, over="some")  # type: ignore[arg-type]
     classify(42)  # type: ignore[arg-type]
     Sealed(text="x")  # type: ignore[call-arg]
+    KernelRow(name="k", calls=1, device_us=1.0)  # type: ignore[call-arg]  # kind is required
+    table = KernelTable.empty()
+    table.kernel_us = 1.0  # type: ignore[misc]
+    table.top("3")  # type: ignore[arg-type]

@@ -1,0 +1,281 @@
+"""``probewise kernels``: where the device time went, from saved profiler output.
+
+Each PATH is a Chrome trace (JSON or gzip, detected by content), a directory of
+rank traces, or a text file holding a printed ``key_averages().table()``. Several
+traces are read as the ranks of one job and merged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Generator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from probewise.errors import InvalidInputError, TraceFormatError
+from probewise.throughput.kernels import KernelDiff, KernelTable
+from probewise.throughput.traces import (
+    ChromeTraceSet,
+    read_chrome_traces,
+    read_profiler_tables,
+)
+
+_PROGRESS_MIN_BYTES = 64 << 20  # show a progress bar only for inputs at least this big
+_NAME_WIDTH = 72
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "kernels",
+        help="device kernel time from Chrome traces or printed key_averages() tables",
+        description=(
+            "Sum device kernel time without double counting: kernels only, memcpy and "
+            "memset apart, annotations / syncs / CPU ops excluded and counted. PATH is a "
+            "trace (.json or gzip), a directory of rank traces, or a printed table (.txt)."
+        ),
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="trace, directory or table")
+    parser.add_argument("--top", type=int, default=20, metavar="N", help="rows to show (20)")
+    parser.add_argument("--by-kind", action="store_true", help="totals per kernel kind")
+    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
+    parser.add_argument(
+        "--salvage",
+        action="store_true",
+        help="read damaged traces up to the damage and report what was lost",
+    )
+    parser.add_argument(
+        "--diff", metavar="OTHER", help="compare with OTHER (a trace, directory or table)"
+    )
+    parser.add_argument("--per-rank", action="store_true", help="one summary line per rank")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    top = int(args.top)
+    if top < 0:
+        raise InvalidInputError(f"--top must be >= 0, got {top}")
+    paths = [str(p) for p in args.paths]
+    salvage = bool(args.salvage)
+    tables = _read(paths, salvage=salvage)
+    table = tables.merged
+    diff = (
+        None if args.diff is None else table.diff(_read([str(args.diff)], salvage=salvage).merged)
+    )
+    if args.json:
+        document: dict[str, object] = table.to_dict()
+        if args.per_rank:
+            document["per_rank"] = [t.to_dict() for t in tables.per_rank]
+        if diff is not None:
+            document["diff"] = diff.to_dict()
+        print(json.dumps(document, indent=2, allow_nan=False))
+        return 0
+    _print_summary(table, tables, per_rank=bool(args.per_rank))
+    if args.by_kind:
+        _print_kinds(table)
+    if diff is not None:
+        _print_diff(diff, top)
+    else:
+        _print_rows(table, top)
+    return 0
+
+
+def _read(paths: Sequence[str], *, salvage: bool) -> ChromeTraceSet:
+    """Traces and directories as ranks; printed tables (by content) as tables."""
+    trace_paths: list[str] = []
+    table_texts: list[KernelTable] = []
+    for path in paths:
+        if not os.path.isdir(path) and _is_printed_table(path):
+            try:
+                text = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError as error:
+                raise TraceFormatError(
+                    f"cannot read the file: {error.strerror}", path=path
+                ) from None
+            table_texts.extend(reading.table for reading in read_profiler_tables(text))
+        else:
+            trace_paths.append(path)
+    merged = KernelTable.empty()
+    per_rank: list[KernelTable] = []
+    if trace_paths:
+        with _progress(trace_paths) as callback:
+            traces = read_chrome_traces(trace_paths, salvage=salvage, progress=callback)
+        per_rank.extend(traces.per_rank)
+        merged = traces.merged
+    for table in table_texts:
+        merged = merged + table
+    if not trace_paths and len(table_texts) == 1:
+        merged = table_texts[0]
+    return ChromeTraceSet(per_rank=tuple(per_rank), merged=merged)
+
+
+def _is_printed_table(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return False  # let the trace reader report it
+    if head.startswith(b"\x1f\x8b"):
+        return False
+    stripped = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    return bool(stripped) and stripped[:1] not in (b"{", b"[")
+
+
+@contextmanager
+def _progress(paths: Sequence[str]) -> Generator[Callable[[int, int], None] | None]:
+    total = 0
+    for path in paths:
+        candidates = list(Path(path).iterdir()) if os.path.isdir(path) else [Path(path)]
+        for candidate in candidates:
+            try:
+                total += candidate.stat().st_size if candidate.is_file() else 0
+            except OSError:
+                continue
+    if total < _PROGRESS_MIN_BYTES or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="B", unit_scale=True, desc="reading traces", leave=False)
+    last = [0]
+
+    def update(done: int, _file_total: int) -> None:
+        if done < last[0]:  # the next file (or a second pass) started
+            last[0] = 0
+        bar.update(done - last[0])
+        last[0] = done
+
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:,.3f}"
+
+
+def _print_summary(table: KernelTable, tables: ChromeTraceSet, *, per_rank: bool) -> None:
+    sources = table.sources
+    if sources:
+        ranks = table.ranks
+        line = f"{len(sources)} trace file{'s' if len(sources) != 1 else ''}"
+        if ranks:
+            line += f", rank{'s' if len(ranks) != 1 else ''} {_ranges(ranks)}"
+        if table.world_size is not None:
+            line += f" of world size {table.world_size}"
+        print(line)
+        missing = table.missing_ranks
+        if missing:
+            print(f"missing ranks: {_ranges(missing)} ({len(missing)} not read)")
+        for source in table.damaged:
+            damage = source.damage
+            assert damage is not None
+            print(
+                f"DAMAGED {source.path}: {damage.message} at byte {damage.offset}; "
+                f"kept the {damage.events_kept:,} complete events before it, the rest is lost"
+            )
+    print(
+        f"kernel {_ms(table.kernel_us)} ms   memcpy {_ms(table.memcpy_us)} ms   "
+        f"memset {_ms(table.memset_us)} ms"
+    )
+    naive = table.naive_device_us
+    if naive is not None and naive > 0 and table.kernel_us > 0:
+        print(
+            f"naive sum of every device row: {_ms(naive)} ms "
+            f"({naive / table.kernel_us:.2f}x the kernel time)"
+        )
+    excluded = [e for e in table.excluded if e.events]
+    if excluded:
+        parts: list[str] = []
+        for item in excluded:
+            part = f"{item.reason.value} {item.events:,}"
+            if item.total_us:
+                part += f" ({_ms(item.total_us)} ms)"
+            parts.append(part)
+        print("excluded: " + ", ".join(parts))
+    if table.steps:
+        print("steps:")
+        print(
+            f"  {'step':>8}  {'span ms':>12}  {'kernel ms':>12}  {'memcpy ms':>10}  {'events':>8}"
+        )
+        for step in table.steps:
+            print(
+                f"  {step.step:>8}  {_ms(step.span_us):>12}  {_ms(step.kernel_us):>12}  "
+                f"{_ms(step.memcpy_us):>10}  {step.device_events:>8,}"
+            )
+    if per_rank and len(tables.per_rank) > 1:
+        print("per rank:")
+        for rank_table in tables.per_rank:
+            source = rank_table.sources[0]
+            rank = "?" if source.rank is None else str(source.rank)
+            print(f"  rank {rank:>5}  kernel {_ms(rank_table.kernel_us):>14} ms  {source.path}")
+
+
+def _ranges(values: Sequence[int]) -> str:
+    out: list[str] = []
+    start = prev = values[0]
+    for value in values[1:]:
+        if value == prev + 1:
+            prev = value
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = value
+    out.append(str(start) if start == prev else f"{start}-{prev}")
+    return ", ".join(out)
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 3] + "..."
+
+
+def _print_rows(table: KernelTable, top: int) -> None:
+    rows = table.top(top)
+    if not rows:
+        print("no device rows")
+        return
+    total = table.device_us or 1.0
+    print()
+    print(f"{'device ms':>12}  {'share':>6}  {'calls':>8}  {'kind':<13}  name")
+    for row in rows:
+        calls = "?" if row.calls is None else f"{row.calls:,}"
+        print(
+            f"{_ms(row.device_us):>12}  {row.device_us / total:>6.1%}  {calls:>8}  "
+            f"{row.kind.value:<13}  {_short(row.name)}"
+        )
+    hidden = len(table.rows) - len(rows)
+    if hidden:
+        print(f"... {hidden:,} more rows (--top N to show more)")
+
+
+def _print_kinds(table: KernelTable) -> None:
+    total = table.device_us or 1.0
+    print()
+    print(f"{'device ms':>12}  {'share':>6}  kind")
+    for kind, us in table.by_kind().items():
+        print(f"{_ms(us):>12}  {us / total:>6.1%}  {kind.value}")
+
+
+def _print_diff(diff: KernelDiff, top: int) -> None:
+    print()
+    print(
+        f"kernel time {_ms(diff.before_kernel_us)} ms -> {_ms(diff.after_kernel_us)} ms "
+        f"({'+' if diff.delta_kernel_us >= 0 else ''}{_ms(diff.delta_kernel_us)} ms)"
+    )
+    print(f"{'before ms':>12}  {'after ms':>12}  {'change ms':>12}  {'ratio':>7}  name")
+    for change in diff.changes[:top]:
+        ratio = change.ratio
+        shown = f"{ratio:.2f}x" if math.isfinite(ratio) else "new"
+        if change.before_us == 0 and change.after_us == 0:
+            shown = "-"
+        delta = f"{'+' if change.delta_us >= 0 else ''}{_ms(change.delta_us)}"
+        print(
+            f"{_ms(change.before_us):>12}  {_ms(change.after_us):>12}  {delta:>12}  {shown:>7}  "
+            f"{_short(change.name)}"
+        )
+    hidden = len(diff.changes) - min(top, len(diff.changes))
+    if hidden:
+        print(f"... {hidden:,} more changes (--top N to show more)")

@@ -1,0 +1,892 @@
+"""KernelRow, KernelKind, KernelTable: where a step's device time went.
+
+``torch.profiler``'s ``key_averages()`` lists both the ATen op (``aten::mm``) and
+the kernel it launched, each carrying the same self device time, so summing every
+row double-counts. A :class:`KernelTable` sums device kernel rows only, keeps
+memcpy and memset apart, says what it left out and why (:class:`Exclusion`), and
+what the naive sum would have been (``naive_device_us``).
+
+Durations are kept on a 1 ns grid (the resolution of Kineto traces and of printed
+tables): every microsecond value is rounded to three decimals when an object is
+built, and sums are taken over integer nanoseconds. That makes ``a + b`` exactly
+associative and commutative (a commutative monoid with :meth:`KernelTable.empty`
+as identity), so merging ranks or shards in any order gives the same table.
+
+The readers live in :mod:`probewise.throughput.traces`; the class methods here
+(:meth:`KernelTable.from_chrome_trace` and friends) call them.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from os import PathLike
+from typing import TYPE_CHECKING, Any, Final, assert_never, cast, final
+
+import attrs
+import regex
+
+from probewise.errors import DamageKind, InvalidInputError
+
+if TYPE_CHECKING:
+    from probewise.throughput.traces import ProgressCallback
+
+__all__ = [
+    "Damage",
+    "DamageKind",
+    "Exclusion",
+    "ExclusionReason",
+    "KernelChange",
+    "KernelDiff",
+    "KernelKind",
+    "KernelRow",
+    "KernelTable",
+    "StepBreakdown",
+    "TraceSource",
+]
+
+_JSON_FORMAT: Final = "probewise.KernelTable/1"
+
+
+def _ns(us: float) -> int:
+    """Microseconds (already on the grid) to integer nanoseconds."""
+    return round(us * 1000)
+
+
+def _us(ns: int) -> float:
+    return ns / 1000
+
+
+def _duration(value: object) -> float:
+    """attrs converter: a finite, non-negative number of µs, rounded to the 1 ns grid."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"a duration must be a number of microseconds, got {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"a duration must be finite and >= 0, got {value!r}")
+    return _us(round(value * 1000))
+
+
+def _optional_duration(value: object) -> float | None:
+    return None if value is None else _duration(value)
+
+
+def _count(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None and attribute.name == "calls":
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be a non-negative int, got {value!r}")
+
+
+def _optional_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(f"{attribute.name} must be a non-negative int or None, got {value!r}")
+
+
+def _non_empty(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{attribute.name} must be a non-empty str, got {value!r}")
+
+
+def _non_negative(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{what} must be a non-negative int, got {value!r}")
+    return value
+
+
+def _add_optional(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+# --------------------------------------------------------------------------- kinds
+
+_ANON: Final = regex.compile(r"\(anonymous namespace\)::")
+
+
+@enum.unique
+class KernelKind(enum.Enum):
+    """What a device row does, classified from its name (see :meth:`of`).
+
+    The patterns, tried in this order on the kernel's own identifier (the name with
+    ``void``, template arguments and the parameter list stripped), then on the whole
+    name; matching ignores case:
+
+    ``MEMCPY``
+        a name that starts with ``Memcpy`` (Kineto's ``Memcpy HtoD (Pageable -> Device)``)
+    ``MEMSET``
+        a name that starts with ``Memset``
+    ``COMMUNICATION``
+        ``nccl``, ``rccl``, ``all_reduce``/``allreduce``, ``all_gather``/``allgather``,
+        ``reduce_scatter``/``reducescatter``, ``all_to_all``/``alltoall``, ``sendrecv``
+    ``ATTENTION``
+        ``flash``, ``fmha``, ``attention``, ``attn``, ``sdpa``, ``mha``
+    ``GEMM``
+        ``gemm`` (also ``sgemm``, ``hgemm``, ``gemv``, ``xmma``, ``wgmma``), ``cublas``,
+        ``cutlass``, ``matmul``, ``bmm``/``addmm``/``mm`` as a word, ROCm Tensile
+        ``Cijk_``, Triton ``triton_mm``/``triton_tem``; convolutions (``conv``,
+        ``winograd``, ``implicit_gemm``) count as GEMM: they run as implicit GEMMs
+    ``NORMALIZATION``
+        ``layer_norm``/``layernorm``, ``rms_norm``/``rmsnorm``, ``batch_norm``/``batchnorm``,
+        ``group_norm``, ``instance_norm``, cuDNN ``bn_fw``/``bn_bw``
+    ``REDUCTION``
+        ``reduce``, ``reduction``, ``softmax``, ``cross_entropy``, ``nll_loss``, ``argmax``/
+        ``argmin``, ``topk``, ``cumsum``/``scan``, ``pool``, ``welford``, ``norm``,
+        Triton ``triton_red``/``triton_per``
+    ``ELEMENTWISE``
+        ``elementwise``, ``vectorized``, ``pointwise``, Triton ``triton_poi``, ``copy``,
+        ``fill``, ``cat``, ``index``, ``gather``, ``scatter``, ``im2col``, ``transpose``,
+        ``permute``, layout changes (``nchw``/``nhwc``), ``where``, activation names (``relu``, ``gelu``, ``silu``, ``sigmoid``, ``tanh``),
+        ``dropout``, ``add``/``mul``/``div``/``pow`` as ATen words
+    ``OTHER``
+        none of the above
+    """
+
+    GEMM = "gemm"
+    ATTENTION = "attention"
+    ELEMENTWISE = "elementwise"
+    REDUCTION = "reduction"
+    NORMALIZATION = "normalization"
+    COMMUNICATION = "communication"
+    MEMCPY = "memcpy"
+    MEMSET = "memset"
+    OTHER = "other"
+
+    @staticmethod
+    def of(name: str) -> KernelKind:
+        """Classify a kernel (or device row) by its name."""
+        cleaned = _ANON.sub("", name).strip()
+        if cleaned.startswith("void "):
+            cleaned = cleaned[5:]
+        head = regex.split(r"[<(]", cleaned, maxsplit=1)[0]
+        for text in (head, cleaned):
+            for kind, pattern in _KIND_PATTERNS:
+                if pattern.search(text):
+                    return kind
+        return KernelKind.OTHER
+
+    @property
+    def is_transfer(self) -> bool:
+        """True for MEMCPY and MEMSET, which a table keeps out of ``kernel_us``."""
+        return self in (KernelKind.MEMCPY, KernelKind.MEMSET)
+
+
+_KIND_PATTERNS: Final[tuple[tuple[KernelKind, regex.Pattern[str]], ...]] = tuple(
+    (kind, regex.compile(pattern, regex.IGNORECASE))
+    for kind, pattern in (
+        (KernelKind.MEMCPY, r"^memcpy\b"),
+        (KernelKind.MEMSET, r"^memset\b"),
+        (
+            KernelKind.COMMUNICATION,
+            r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv",
+        ),
+        (KernelKind.ATTENTION, r"flash|fmha|attention|attn|sdpa|(?<![a-z])mha"),
+        (
+            KernelKind.GEMM,
+            r"gem[mv]|xmma|cublas|cutlass|matmul|(?<![a-z])(?:b|add|addb)?mm(?![a-z])|cijk_"
+            r"|triton_(?:mm|tem)|conv|winograd",
+        ),
+        (
+            KernelKind.NORMALIZATION,
+            r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|(?<![a-z])bn_[bf]w",
+        ),
+        (
+            KernelKind.REDUCTION,
+            r"reduc|softmax|cross_?entropy|nll_?loss|arg_?(?:max|min)|topk|cumsum|scan"
+            r"|pool|welford|norm|triton_(?:red|per)",
+        ),
+        (
+            KernelKind.ELEMENTWISE,
+            r"elementwise|vectorized|pointwise|triton_poi|copy|fill|(?<![a-z])cat|index"
+            r"|gather|scatter|im2col|transpose|permute|nchw|nhwc|where|relu|gelu|silu|sigmoid|tanh"
+            r"|dropout"
+            r"|(?<![a-z])(?:add|mul|div|pow|sub|neg|exp|sqrt|rsqrt)(?![a-z])",
+        ),
+    )
+)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+@final
+@attrs.frozen(kw_only=True)
+class KernelRow:
+    """One device row: every launch of one kernel (or copy, or fill), summed.
+
+    ``calls`` is None when the source does not say (a printed table without the
+    ``# of Calls`` column). ``device_us`` is rounded to the 1 ns grid.
+    """
+
+    name: str = attrs.field(validator=_non_empty)
+    calls: int | None = attrs.field(validator=_count)
+    device_us: float = attrs.field(converter=_duration)
+    kind: KernelKind = attrs.field(validator=attrs.validators.instance_of(KernelKind))
+
+    @classmethod
+    def named(cls, name: str, *, calls: int | None, device_us: float) -> KernelRow:
+        """A row whose kind is classified from its name (:meth:`KernelKind.of`)."""
+        return cls(name=name, calls=calls, device_us=device_us, kind=KernelKind.of(name))
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready values."""
+        return {
+            "name": self.name,
+            "calls": self.calls,
+            "device_us": self.device_us,
+            "kind": self.kind.value,
+        }
+
+
+@enum.unique
+class ExclusionReason(enum.Enum):
+    """Why events or rows were left out of the kernel sum."""
+
+    GPU_USER_ANNOTATION = "gpu_user_annotation"
+    """A span a user (or the profiler) drew on the device timeline over kernels."""
+    STREAM_SYNC = "stream_sync"
+    """A stream/event synchronisation span (Kineto ``cuda_sync``): waiting, not work."""
+    CPU_OP = "cpu_op"
+    """A host-side op or annotation; in key_averages() its device time repeats its kernels'."""
+    RUNTIME_CALL = "runtime_call"
+    """A host-side runtime or driver API call (``cudaLaunchKernel``, ``hipMemcpy``...)."""
+    NOT_A_SPAN = "not_a_span"
+    """Instants, flows, counters and metadata: no duration to count."""
+    MALFORMED = "malformed"
+    """A device event without a usable duration (missing, not a number, or negative)."""
+    OTHER = "other"
+    """A span of a category this reader does not count (e.g. the profiler's own ``Trace``)."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Exclusion:
+    """``events`` events (or rows) left out for ``reason``; ``total_us`` is the time they carried.
+
+    For trace events ``total_us`` is the sum of their spans; for key_averages() and
+    printed-table rows it is their self device time (the time that would have been
+    counted twice).
+    """
+
+    reason: ExclusionReason = attrs.field(validator=attrs.validators.instance_of(ExclusionReason))
+    events: int = attrs.field(validator=_count)
+    total_us: float = attrs.field(converter=_duration, default=0.0)
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready values."""
+        return {"reason": self.reason.value, "events": self.events, "total_us": self.total_us}
+
+
+@final
+@attrs.frozen(kw_only=True)
+class StepBreakdown:
+    """Device time attributed to one ``ProfilerStep#N`` (by the host launch of each event).
+
+    ``span_us`` is the host span of the step (the longest one when ranks are merged);
+    ``device_events`` counts the kernels, copies and fills attributed to it.
+    """
+
+    step: int = attrs.field(validator=_count)
+    span_us: float = attrs.field(converter=_duration)
+    kernel_us: float = attrs.field(converter=_duration)
+    memcpy_us: float = attrs.field(converter=_duration)
+    memset_us: float = attrs.field(converter=_duration)
+    device_events: int = attrs.field(validator=_count)
+
+    def __add__(self, other: StepBreakdown) -> StepBreakdown:
+        if self.step != other.step:
+            raise InvalidInputError(f"cannot add step {self.step} to step {other.step}")
+        return StepBreakdown(
+            step=self.step,
+            span_us=max(self.span_us, other.span_us),
+            kernel_us=_us(_ns(self.kernel_us) + _ns(other.kernel_us)),
+            memcpy_us=_us(_ns(self.memcpy_us) + _ns(other.memcpy_us)),
+            memset_us=_us(_ns(self.memset_us) + _ns(other.memset_us)),
+            device_events=self.device_events + other.device_events,
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready values."""
+        return {
+            "step": self.step,
+            "span_us": self.span_us,
+            "kernel_us": self.kernel_us,
+            "memcpy_us": self.memcpy_us,
+            "memset_us": self.memset_us,
+            "device_events": self.device_events,
+        }
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Damage:
+    """Where a salvaged trace was damaged and what was kept.
+
+    ``offset`` is the byte offset in the decompressed JSON where the damage was
+    found; ``events_kept`` the number of complete events read before it (all of
+    them are in the table); everything after the damage is lost.
+    """
+
+    kind: DamageKind = attrs.field(validator=attrs.validators.instance_of(DamageKind))
+    offset: int = attrs.field(validator=_count)
+    message: str = attrs.field(validator=attrs.validators.instance_of(str))
+    events_kept: int = attrs.field(validator=_count)
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready values."""
+        return {
+            "kind": self.kind.value,
+            "offset": self.offset,
+            "message": self.message,
+            "events_kept": self.events_kept,
+        }
+
+
+def _names(value: object) -> tuple[str, ...]:
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"devices must be a tuple of str, got {type(value).__name__}")
+    out: list[str] = []
+    for item in cast("tuple[object, ...] | list[object]", value):
+        if not isinstance(item, str):
+            raise TypeError(f"device names must be str, got {type(item).__name__}")
+        out.append(item)
+    return tuple(out)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TraceSource:
+    """One file a table was read from: which rank, what it says about itself, any damage.
+
+    ``devices`` are the ``deviceProperties[].name`` entries (e.g. ``NVIDIA A100``);
+    ``display_time_unit`` and ``base_time_ns`` are Kineto's ``displayTimeUnit`` and
+    ``baseTimeNanoseconds``, read wherever they sit in the file (Kineto writes them
+    after ``traceEvents``). They never change how ``ts``/``dur`` are read: those are
+    microseconds in every trace.
+    """
+
+    path: str = attrs.field(validator=attrs.validators.instance_of(str))
+    rank: int | None = attrs.field(default=None, validator=_optional_int)
+    world_size: int | None = attrs.field(default=None, validator=_optional_int)
+    events: int = attrs.field(default=0, validator=_count)
+    devices: tuple[str, ...] = attrs.field(default=(), converter=_names)
+    display_time_unit: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
+    base_time_ns: int | None = attrs.field(default=None, validator=_optional_int)
+    damage: Damage | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Damage))
+    )
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready values."""
+        return {
+            "path": self.path,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "events": self.events,
+            "devices": list(self.devices),
+            "display_time_unit": self.display_time_unit,
+            "base_time_ns": self.base_time_ns,
+            "damage": None if self.damage is None else self.damage.to_dict(),
+        }
+
+
+def _source_key(source: TraceSource) -> tuple[int, int, str, int, str]:
+    return (
+        -1 if source.rank is None else source.rank,
+        -1 if source.world_size is None else source.world_size,
+        source.path,
+        source.events,
+        repr(source),
+    )
+
+
+# --------------------------------------------------------------------------- diff
+
+
+@final
+@attrs.frozen(kw_only=True)
+class KernelChange:
+    """How one row changed between two tables (``before`` is ``self`` in ``self.diff(other)``)."""
+
+    name: str
+    kind: KernelKind
+    before_us: float = attrs.field(converter=_duration)
+    after_us: float = attrs.field(converter=_duration)
+    before_calls: int | None
+    after_calls: int | None
+
+    @property
+    def delta_us(self) -> float:
+        """``after_us - before_us`` (negative when the kernel got faster or disappeared)."""
+        return _us(_ns(self.after_us) - _ns(self.before_us))
+
+    @property
+    def ratio(self) -> float:
+        """``after_us / before_us``; ``inf`` for a new kernel, ``nan`` when both are zero."""
+        if self.before_us == 0:
+            return math.nan if self.after_us == 0 else math.inf
+        return self.after_us / self.before_us
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready values (an infinite or undefined ratio becomes ``None``)."""
+        ratio = self.ratio
+        return {
+            "name": self.name,
+            "kind": self.kind.value,
+            "before_us": self.before_us,
+            "after_us": self.after_us,
+            "delta_us": self.delta_us,
+            "ratio": ratio if math.isfinite(ratio) else None,
+            "before_calls": self.before_calls,
+            "after_calls": self.after_calls,
+        }
+
+
+@final
+@attrs.frozen(kw_only=True)
+class KernelDiff:
+    """Per-row changes between two tables, largest absolute change first."""
+
+    changes: tuple[KernelChange, ...]
+    before_kernel_us: float = attrs.field(converter=_duration)
+    after_kernel_us: float = attrs.field(converter=_duration)
+
+    @property
+    def delta_kernel_us(self) -> float:
+        """Change in ``kernel_us``."""
+        return _us(_ns(self.after_kernel_us) - _ns(self.before_kernel_us))
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready values."""
+        return {
+            "before_kernel_us": self.before_kernel_us,
+            "after_kernel_us": self.after_kernel_us,
+            "delta_kernel_us": self.delta_kernel_us,
+            "changes": [change.to_dict() for change in self.changes],
+        }
+
+
+# --------------------------------------------------------------------------- table
+
+
+def _all_of(items: tuple[object, ...], cls: type, what: str) -> None:
+    for item in items:
+        if not isinstance(item, cls):
+            raise TypeError(f"{what}{type(item).__name__}")
+
+
+def _row_key(row: KernelRow) -> tuple[int, str, str]:
+    return (-_ns(row.device_us), row.name, row.kind.value)
+
+
+def _canonical_rows(rows: Iterable[KernelRow]) -> tuple[KernelRow, ...]:
+    out = tuple(rows)
+    _all_of(out, KernelRow, "rows must be KernelRow, got ")
+    return tuple(sorted(out, key=_row_key))
+
+
+def _canonical_exclusions(items: Iterable[Exclusion]) -> tuple[Exclusion, ...]:
+    out = tuple(items)
+    _all_of(out, Exclusion, "excluded must hold Exclusion, got ")
+    order = list(ExclusionReason)
+    return tuple(sorted(out, key=lambda e: order.index(e.reason)))
+
+
+def _canonical_steps(items: Iterable[StepBreakdown]) -> tuple[StepBreakdown, ...]:
+    out = tuple(items)
+    _all_of(out, StepBreakdown, "steps must hold StepBreakdown, got ")
+    return tuple(sorted(out, key=lambda s: s.step))
+
+
+def _canonical_sources(items: Iterable[TraceSource]) -> tuple[TraceSource, ...]:
+    out = tuple(items)
+    _all_of(out, TraceSource, "sources must hold TraceSource, got ")
+    return tuple(sorted(out, key=_source_key))
+
+
+def _unique(what: str, keys: Sequence[object]) -> None:
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{what} must be unique; merge duplicates with KernelTable.of_rows")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class KernelTable:
+    """Device time by kernel, without double counting.
+
+    ``rows`` hold every device row (kernels, copies, fills), largest first, one per
+    ``(name, kind)``. ``kernel_us`` sums the kernel rows only; ``memcpy_us`` and
+    ``memset_us`` sum the MEMCPY and MEMSET rows, kept apart. ``excluded`` says what
+    was left out and why; ``naive_device_us`` is what summing every device-time row
+    (or every span on the device lanes) would have given, None where the source does
+    not allow it. ``steps`` is the per-``ProfilerStep#N`` breakdown when the source
+    has those spans; ``sources`` names the files (ranks) the table came from.
+    """
+
+    rows: tuple[KernelRow, ...] = attrs.field(converter=_canonical_rows)
+    excluded: tuple[Exclusion, ...] = attrs.field(default=(), converter=_canonical_exclusions)
+    naive_device_us: float | None = attrs.field(default=None, converter=_optional_duration)
+    steps: tuple[StepBreakdown, ...] = attrs.field(default=(), converter=_canonical_steps)
+    sources: tuple[TraceSource, ...] = attrs.field(default=(), converter=_canonical_sources)
+    kernel_us: float = attrs.field(init=False)
+    memcpy_us: float = attrs.field(init=False)
+    memset_us: float = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        _unique("rows (by name and kind)", [(row.name, row.kind) for row in self.rows])
+        _unique("excluded reasons", [item.reason for item in self.excluded])
+        _unique("steps", [step.step for step in self.steps])
+        totals = {"kernel": 0, "memcpy": 0, "memset": 0}
+        for row in self.rows:
+            match row.kind:
+                case KernelKind.MEMCPY:
+                    totals["memcpy"] += _ns(row.device_us)
+                case KernelKind.MEMSET:
+                    totals["memset"] += _ns(row.device_us)
+                case (
+                    KernelKind.GEMM
+                    | KernelKind.ATTENTION
+                    | KernelKind.ELEMENTWISE
+                    | KernelKind.REDUCTION
+                    | KernelKind.NORMALIZATION
+                    | KernelKind.COMMUNICATION
+                    | KernelKind.OTHER
+                ):
+                    totals["kernel"] += _ns(row.device_us)
+                case _ as unreachable:
+                    assert_never(unreachable)
+        object.__setattr__(self, "kernel_us", _us(totals["kernel"]))
+        object.__setattr__(self, "memcpy_us", _us(totals["memcpy"]))
+        object.__setattr__(self, "memset_us", _us(totals["memset"]))
+
+    # ------------------------------------------------------------- construction
+
+    @classmethod
+    def empty(cls) -> KernelTable:
+        """The identity of ``+``: no rows, nothing excluded, a naive sum of zero."""
+        return cls(rows=(), naive_device_us=0.0)
+
+    @classmethod
+    def of_rows(
+        cls,
+        rows: Iterable[KernelRow],
+        *,
+        excluded: Iterable[Exclusion] = (),
+        naive_device_us: float | None = None,
+    ) -> KernelTable:
+        """A table from rows that may repeat a ``(name, kind)``; repeats are summed."""
+        merged = _merge_rows(rows)
+        return cls(
+            rows=merged,
+            excluded=_merge_exclusions(excluded),
+            naive_device_us=naive_device_us,
+        )
+
+    @classmethod
+    def from_chrome_trace(
+        cls,
+        path: str | PathLike[str] | Sequence[str | PathLike[str]],
+        *,
+        salvage: bool = False,
+        progress: ProgressCallback | None = None,
+    ) -> KernelTable:
+        """Read a Kineto / legacy Chrome trace (``.json`` or gzip, by content).
+
+        A directory or a sequence of paths is read as the ranks of one job and the
+        merged table is returned (see :func:`probewise.throughput.traces.read_chrome_traces`
+        for the per-rank tables). Raises :class:`~probewise.TraceFormatError` on damaged
+        input unless ``salvage`` is true, in which case the table holds every complete
+        event before the damage and ``sources[i].damage`` says what was lost.
+        """
+        from probewise.throughput.traces import read_chrome_traces
+
+        return read_chrome_traces(path, salvage=salvage, progress=progress).merged
+
+    @classmethod
+    def from_key_averages(cls, events: Iterable[object]) -> KernelTable:
+        """A table from a live ``prof.key_averages()`` (or any iterable of ``FunctionEventAvg``)."""
+        from probewise.throughput.traces import table_from_key_averages
+
+        return table_from_key_averages(events)
+
+    @classmethod
+    def from_profiler_table(cls, text: str) -> KernelTable:
+        """A table from the text ``key_averages().table()`` printed.
+
+        :func:`probewise.throughput.traces.read_profiler_table` also returns how
+        each printed row was labelled and how the sum reconciles with the footer.
+        """
+        from probewise.throughput.traces import read_profiler_table
+
+        return read_profiler_table(text).table
+
+    # ------------------------------------------------------------------ algebra
+
+    def __add__(self, other: KernelTable) -> KernelTable:
+        naive = (
+            None
+            if self.naive_device_us is None or other.naive_device_us is None
+            else _us(_ns(self.naive_device_us) + _ns(other.naive_device_us))
+        )
+        steps: dict[int, StepBreakdown] = {step.step: step for step in self.steps}
+        for step in other.steps:
+            steps[step.step] = steps[step.step] + step if step.step in steps else step
+        return KernelTable(
+            rows=_merge_rows((*self.rows, *other.rows)),
+            excluded=_merge_exclusions((*self.excluded, *other.excluded)),
+            naive_device_us=naive,
+            steps=steps.values(),
+            sources=(*self.sources, *other.sources),
+        )
+
+    # ---------------------------------------------------------------- questions
+
+    @property
+    def device_us(self) -> float:
+        """``kernel_us + memcpy_us + memset_us``: all device work, each span counted once."""
+        return _us(_ns(self.kernel_us) + _ns(self.memcpy_us) + _ns(self.memset_us))
+
+    @property
+    def kernel_rows(self) -> tuple[KernelRow, ...]:
+        """The rows counted in ``kernel_us`` (everything but MEMCPY and MEMSET)."""
+        return tuple(row for row in self.rows if not row.kind.is_transfer)
+
+    @property
+    def world_size(self) -> int | None:
+        """The largest ``distributedInfo.world_size`` among the sources, if any says."""
+        sizes = [s.world_size for s in self.sources if s.world_size is not None]
+        return max(sizes) if sizes else None
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        """The ranks the sources came from, sorted."""
+        return tuple(sorted({s.rank for s in self.sources if s.rank is not None}))
+
+    @property
+    def missing_ranks(self) -> tuple[int, ...]:
+        """Ranks that ``world_size`` says exist but no source came from."""
+        size = self.world_size
+        if size is None:
+            return ()
+        present = set(self.ranks)
+        return tuple(rank for rank in range(size) if rank not in present)
+
+    @property
+    def damaged(self) -> tuple[TraceSource, ...]:
+        """The sources that were salvaged from damaged files."""
+        return tuple(source for source in self.sources if source.damage is not None)
+
+    def top(self, k: int) -> tuple[KernelRow, ...]:
+        """The ``k`` rows with the most device time (all of them when there are fewer)."""
+        return self.rows[: _non_negative(k, "k")]
+
+    def by_kind(self) -> dict[KernelKind, float]:
+        """Device µs per kind present in the table, largest first."""
+        totals: dict[KernelKind, int] = {}
+        for row in self.rows:
+            totals[row.kind] = totals.get(row.kind, 0) + _ns(row.device_us)
+        order = list(KernelKind)
+        ranked = sorted(totals.items(), key=lambda item: (-item[1], order.index(item[0])))
+        return {kind: _us(ns) for kind, ns in ranked}
+
+    def exclusion(self, reason: ExclusionReason) -> Exclusion:
+        """What was excluded for ``reason`` (zero events when nothing was)."""
+        for item in self.excluded:
+            if item.reason is reason:
+                return item
+        return Exclusion(reason=reason, events=0, total_us=0.0)
+
+    def diff(self, other: KernelTable) -> KernelDiff:
+        """Per-row change from ``self`` (before) to ``other`` (after), largest absolute change first."""
+        before = {(row.name, row.kind): row for row in self.rows}
+        after = {(row.name, row.kind): row for row in other.rows}
+        changes: list[KernelChange] = []
+        for key in before.keys() | after.keys():
+            b, a = before.get(key), after.get(key)
+            changes.append(
+                KernelChange(
+                    name=key[0],
+                    kind=key[1],
+                    before_us=0.0 if b is None else b.device_us,
+                    after_us=0.0 if a is None else a.device_us,
+                    before_calls=0 if b is None else b.calls,
+                    after_calls=0 if a is None else a.calls,
+                )
+            )
+        changes.sort(key=lambda c: (-abs(_ns(c.delta_us)), c.name, c.kind.value))
+        return KernelDiff(
+            changes=tuple(changes),
+            before_kernel_us=self.kernel_us,
+            after_kernel_us=other.kernel_us,
+        )
+
+    # --------------------------------------------------------------------- JSON
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready values (what :meth:`to_json` writes)."""
+        return {
+            "format": _JSON_FORMAT,
+            "kernel_us": self.kernel_us,
+            "memcpy_us": self.memcpy_us,
+            "memset_us": self.memset_us,
+            "naive_device_us": self.naive_device_us,
+            "rows": [row.to_dict() for row in self.rows],
+            "excluded": [item.to_dict() for item in self.excluded],
+            "steps": [step.to_dict() for step in self.steps],
+            "sources": [source.to_dict() for source in self.sources],
+            "missing_ranks": list(self.missing_ranks),
+        }
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """JSON text that :meth:`from_json` reads back into an equal table."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> KernelTable:
+        """Read what :meth:`to_json` wrote; raises InvalidInputError on anything else."""
+        try:
+            data: object = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise InvalidInputError(f"not KernelTable JSON: {error}") from None
+        try:
+            return _table_from_dict(data)
+        except (KeyError, TypeError, ValueError) as error:
+            raise InvalidInputError(f"not KernelTable JSON: {error!r}") from None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _merge_rows(rows: Iterable[KernelRow]) -> tuple[KernelRow, ...]:
+    totals: dict[tuple[str, KernelKind], tuple[int | None, int]] = {}
+    for row in rows:
+        key = (row.name, row.kind)
+        if key in totals:
+            calls, ns = totals[key]
+            totals[key] = (_add_optional(calls, row.calls), ns + _ns(row.device_us))
+        else:
+            totals[key] = (row.calls, _ns(row.device_us))
+    return tuple(
+        KernelRow(name=name, calls=calls, device_us=_us(ns), kind=kind)
+        for (name, kind), (calls, ns) in totals.items()
+    )
+
+
+def _merge_exclusions(items: Iterable[Exclusion]) -> tuple[Exclusion, ...]:
+    totals: dict[ExclusionReason, tuple[int, int]] = {}
+    for item in items:
+        events, ns = totals.get(item.reason, (0, 0))
+        totals[item.reason] = (events + item.events, ns + _ns(item.total_us))
+    return tuple(
+        Exclusion(reason=reason, events=events, total_us=_us(ns))
+        for reason, (events, ns) in totals.items()
+    )
+
+
+def _mapping(value: object, what: str) -> Mapping[str, object]:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} must be an object")
+    return {str(k): v for k, v in cast("dict[object, object]", value).items()}
+
+
+def _sequence(value: object, what: str) -> list[object]:
+    if not isinstance(value, list):
+        raise TypeError(f"{what} must be an array")
+    return list(cast("list[object]", value))
+
+
+def _int_or_none(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an int or null, got {value!r}")
+    return value
+
+
+def _int(value: object) -> int:
+    out = _int_or_none(value)
+    if out is None:
+        raise TypeError("expected an int, got null")
+    return out
+
+
+def _float(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {value!r}")
+    return value
+
+
+def _table_from_dict(data: object) -> KernelTable:
+    top = _mapping(data, "the document")
+    if top.get("format") != _JSON_FORMAT:
+        raise ValueError(f"format must be {_JSON_FORMAT!r}")
+    rows = [
+        KernelRow(
+            name=_str(r["name"]),
+            calls=_int_or_none(r["calls"]),
+            device_us=_float(r["device_us"]),
+            kind=KernelKind(r["kind"]),
+        )
+        for r in (_mapping(x, "a row") for x in _sequence(top["rows"], "rows"))
+    ]
+    excluded = [
+        Exclusion(
+            reason=ExclusionReason(e["reason"]),
+            events=_int(e["events"]),
+            total_us=_float(e["total_us"]),
+        )
+        for e in (_mapping(x, "an exclusion") for x in _sequence(top["excluded"], "excluded"))
+    ]
+    steps = [
+        StepBreakdown(
+            step=_int(s["step"]),
+            span_us=_float(s["span_us"]),
+            kernel_us=_float(s["kernel_us"]),
+            memcpy_us=_float(s["memcpy_us"]),
+            memset_us=_float(s["memset_us"]),
+            device_events=_int(s["device_events"]),
+        )
+        for s in (_mapping(x, "a step") for x in _sequence(top["steps"], "steps"))
+    ]
+    sources: list[TraceSource] = []
+    for x in _sequence(top["sources"], "sources"):
+        s = _mapping(x, "a source")
+        damage_value = s["damage"]
+        damage = None
+        if damage_value is not None:
+            d = _mapping(damage_value, "damage")
+            damage = Damage(
+                kind=DamageKind(d["kind"]),
+                offset=_int(d["offset"]),
+                message=_str(d["message"]),
+                events_kept=_int(d["events_kept"]),
+            )
+        unit = s.get("display_time_unit")
+        sources.append(
+            TraceSource(
+                path=_str(s["path"]),
+                rank=_int_or_none(s["rank"]),
+                world_size=_int_or_none(s["world_size"]),
+                events=_int(s["events"]),
+                devices=tuple(_str(d) for d in _sequence(s.get("devices", []), "devices")),
+                display_time_unit=None if unit is None else _str(unit),
+                base_time_ns=_int_or_none(s.get("base_time_ns")),
+                damage=damage,
+            )
+        )
+    naive = top["naive_device_us"]
+    return KernelTable(
+        rows=rows,
+        excluded=excluded,
+        naive_device_us=None if naive is None else _float(naive),
+        steps=steps,
+        sources=sources,
+    )

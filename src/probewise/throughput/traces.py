@@ -1,0 +1,1369 @@
+"""Readers of saved profiler output: Chrome traces, ``key_averages()``, printed tables.
+
+Chrome traces (:func:`read_chrome_trace`, :func:`read_chrome_traces`)
+    Streaming: the file is read in blocks of a few MiB and the ``traceEvents`` array
+    is decoded in runs of whole events with msgspec (which validates every byte as
+    JSON but only builds the handful of fields a kernel table needs), so peak memory
+    does not grow with the size of the trace. The one exception is the per-step
+    breakdown, which keeps 24 bytes per host launch and per device event until the
+    end (a few MB for a 500 MB trace). gzip is detected from the content (the magic
+    bytes), never from the file name.
+
+    Categories (``cat``) and what they count as:
+
+    ========================================  ========================================
+    ``kernel``, ``Kernel`` (old schema),       kernel rows (kind from the name)
+    ``mtia_ccp_events`` (MTIA)
+    ``gpu_memcpy``, ``Memcpy``                 MEMCPY rows
+    ``gpu_memset``, ``Memset``                 MEMSET rows
+    ``gpu_user_annotation``                    excluded: GPU_USER_ANNOTATION
+    ``cuda_sync``                              excluded: STREAM_SYNC
+    ``cpu_op``, ``Operator``,                  excluded: CPU_OP
+    ``user_annotation``, ``python_function``
+    ``cuda_runtime``, ``cuda_driver``,         excluded: RUNTIME_CALL (their
+    ``Runtime``, ``*_runtime``                 ``args.correlation`` ties launches to steps)
+    any other ``ph: "X"`` span                 excluded: OTHER
+    instants, flows, counters, metadata        excluded: NOT_A_SPAN
+    ========================================  ========================================
+
+    ``ts`` and ``dur`` are microseconds whatever ``displayTimeUnit`` says (that key
+    only tells a viewer how to display them). ``naive_device_us`` is the sum of every
+    device-lane span: kernels, copies and fills plus GPU annotations and stream syncs,
+    i.e. what a sum over every "GPU row" would have said (on the fixtures it equals
+    the sum of every ``X`` span on the device ``pid``).
+
+Damage
+    Every failure is a :class:`~probewise.TraceFormatError` with a
+    :class:`~probewise.errors.DamageKind` and the byte offset (in the decompressed
+    JSON) where it was found. With ``salvage=True`` the reader returns the table of
+    every complete event before the damage instead, and the source's
+    :class:`~probewise.throughput.kernels.Damage` says what was lost.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import pickle
+import re
+import zlib
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from os import PathLike
+from pathlib import Path
+from typing import Final, NoReturn, final
+
+import attrs
+import msgspec
+import regex
+
+from probewise.errors import DamageKind, InvalidInputError, TraceFormatError
+from probewise.throughput._profiler_table import (
+    LabelledRow,
+    ProfilerTableReading,
+    RowLabel,
+    read_profiler_table,
+    read_profiler_tables,
+)
+from probewise.throughput.kernels import (
+    Damage,
+    Exclusion,
+    ExclusionReason,
+    KernelKind,
+    KernelRow,
+    KernelTable,
+    StepBreakdown,
+    TraceSource,
+    _merge_rows,
+)
+
+__all__ = [
+    "ChromeTraceSet",
+    "LabelledRow",
+    "ProfilerTableReading",
+    "ProgressCallback",
+    "RowLabel",
+    "read_chrome_trace",
+    "read_chrome_traces",
+    "read_profiler_table",
+    "read_profiler_tables",
+    "table_from_key_averages",
+]
+
+ProgressCallback = Callable[[int, int], None]
+"""Called as ``progress(bytes_read, total_bytes)`` (bytes of the file on disk)."""
+
+_BLOCK: Final = 4 << 20  # bytes decompressed / read per block
+_RUN: Final = 4 << 20  # target size of one run of events decoded at once
+_MAX_VALUE: Final = 256 << 20  # largest non-event top-level value held in memory
+_PARALLEL_MIN_BYTES: Final = 64 << 20  # plain files at least this big are split among workers
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_WS: Final = b" \t\r\n"
+
+
+# ----------------------------------------------------------------- event decoding
+
+
+class _Event(msgspec.Struct):
+    """The fields of one trace event a kernel table needs; everything else is skipped."""
+
+    ph: str | None = None
+    cat: str | None = None
+    name: msgspec.Raw = msgspec.Raw(b"null")
+    ts: int | float | None = None
+    dur: int | float | str | None = None
+    args: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+class _Args(msgspec.Struct):
+    correlation: int | None = None
+
+
+_DECODE_EVENTS: Final = msgspec.json.Decoder(list[_Event])
+_DECODE_ARGS: Final = msgspec.json.Decoder(_Args)
+_DECODE_ANY: Final = msgspec.json.Decoder()
+_ERROR_BYTE: Final = regex.compile(r"\(byte (\d+)\)")
+_CUT: Final = regex.compile(rb"\}[ \t\r\n]*+,[ \t\r\n]*+(?=\{)")
+_CORRELATION: Final = re.compile(rb'"correlation"[ \t\r\n]*+:[ \t\r\n]*+(-?[0-9]+)')
+_STEP_RAW: Final = re.compile(rb'"ProfilerStep#([0-9]+)"')
+_CAT: Final = operator.attrgetter("cat")
+_NAME: Final = operator.attrgetter("name")
+_DUR: Final = operator.attrgetter("dur")
+_TS: Final = operator.attrgetter("ts")
+_ARGS: Final = operator.attrgetter("args")
+
+# Category codes.
+_K_KERNEL, _K_MEMCPY, _K_MEMSET = 0, 1, 2
+_K_ANNOTATION, _K_SYNC, _K_CPU, _K_RUNTIME, _K_OTHER = 3, 4, 5, 6, 7
+_CATEGORIES: Final[dict[str | None, int]] = {
+    "kernel": _K_KERNEL,
+    "Kernel": _K_KERNEL,
+    "mtia_ccp_events": _K_KERNEL,
+    "gpu_memcpy": _K_MEMCPY,
+    "Memcpy": _K_MEMCPY,
+    "gpu_memset": _K_MEMSET,
+    "Memset": _K_MEMSET,
+    "gpu_user_annotation": _K_ANNOTATION,
+    "cuda_sync": _K_SYNC,
+    "cpu_op": _K_CPU,
+    "Operator": _K_CPU,
+    "user_annotation": _K_CPU,
+    "python_function": _K_CPU,
+    "cpu_instant_event": _K_CPU,
+    "cuda_runtime": _K_RUNTIME,
+    "cuda_driver": _K_RUNTIME,
+    "Runtime": _K_RUNTIME,
+}
+_EXCLUSION_OF: Final = {
+    _K_ANNOTATION: ExclusionReason.GPU_USER_ANNOTATION,
+    _K_SYNC: ExclusionReason.STREAM_SYNC,
+    _K_CPU: ExclusionReason.CPU_OP,
+    _K_RUNTIME: ExclusionReason.RUNTIME_CALL,
+    _K_OTHER: ExclusionReason.OTHER,
+}
+
+
+def _category(cat: str | None) -> int:
+    code = _CATEGORIES.get(cat)
+    if code is not None:
+        return code
+    if cat is not None and cat.endswith("_runtime"):
+        return _K_RUNTIME
+    return _K_OTHER
+
+
+# ------------------------------------------------------------------ byte source
+
+
+class _Source:
+    """Decompressed bytes of one file, block by block, with a sliding buffer."""
+
+    def __init__(self, path: str, progress: ProgressCallback | None, *, salvage: bool) -> None:
+        self.path = path
+        self.salvage = salvage
+        # Salvage: where the gzip stream broke (kind, message, offset); reading stops there.
+        self.broken: tuple[DamageKind, str, int] | None = None
+        self._file = open(path, "rb")  # noqa: SIM115 (closed by close())
+        self._total = os.fstat(self._file.fileno()).st_size
+        self._progress = progress
+        head = self._file.read(2)
+        self._file.seek(0)
+        self._gzip = head == _GZIP_MAGIC
+        self._inflate = zlib.decompressobj(wbits=31) if self._gzip else None
+        self._pending = b""  # compressed input not yet inflated
+        self._member_started = False
+        self._partial_parts: list[bytes] = []
+        self.buf = b""
+        self.base = 0  # absolute offset of buf[0] in the decompressed stream
+        self.eof = False
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _read_block(self) -> bytes:
+        if self._inflate is None:
+            block = self._file.read(_BLOCK)
+            self._report()
+            if not block:
+                self.eof = True
+            return block
+        out: list[bytes] = []
+        self._partial_parts = out
+        produced = 0
+        while produced < _BLOCK:
+            if not self._pending:
+                self._pending = self._file.read(_BLOCK // 4)
+                self._report()
+                if not self._pending:
+                    if self._member_started:
+                        self._fail(
+                            DamageKind.TRUNCATED_GZIP,
+                            "the gzip stream ends before its end marker (the file was cut short)",
+                            self.base + len(self.buf) + produced,
+                        )
+                    self.eof = True
+                    break
+            try:
+                chunk = self._inflate.decompress(self._pending, _BLOCK - produced)
+            except zlib.error as error:
+                self._fail(
+                    DamageKind.TRUNCATED_GZIP,
+                    f"the gzip stream is corrupt ({error})",
+                    self.base + len(self.buf) + produced,
+                )
+            out.append(chunk)
+            produced += len(chunk)
+            self._member_started = True
+            if self._inflate.eof:  # a member ended; another may follow (or zero padding)
+                self._pending = self._inflate.unused_data.lstrip(b"\x00")
+                self._inflate = zlib.decompressobj(wbits=31)
+                self._member_started = False
+            else:
+                self._pending = self._inflate.unconsumed_tail
+        return b"".join(out)
+
+    @property
+    def _partial(self) -> bytes:
+        return b"".join(self._partial_parts)
+
+    def _report(self) -> None:
+        if self._progress is not None:
+            self._progress(self._file.tell(), self._total)
+
+    def more(self) -> bool:
+        """Append one block to the buffer (dropping what was consumed); False at EOF."""
+        if self.eof:
+            return False
+        try:
+            block = self._read_block()
+        except _GzipBroken:
+            block = self._partial
+        if not block:
+            return self.more()  # False once at EOF
+        self.buf += block
+        return True
+
+    @property
+    def seekable(self) -> bool:
+        """Plain files can be read from any offset (gzip streams cannot)."""
+        return self._inflate is None
+
+    @property
+    def size(self) -> int:
+        return self._total
+
+    def seek(self, offset: int) -> None:
+        """Continue reading a plain file at ``offset`` (the buffer is dropped)."""
+        self._file.seek(offset)
+        self.buf = b""
+        self.base = offset
+        self.eof = False
+
+    def peek_at(self, offset: int, length: int) -> bytes:
+        """``length`` bytes of a plain file at ``offset``, without moving the buffer."""
+        here = self._file.tell()
+        try:
+            self._file.seek(offset)
+            return self._file.read(length)
+        finally:
+            self._file.seek(here)
+
+    def compact(self, pos: int) -> int:
+        """Drop ``buf[:pos]``; returns the new index of what was at ``pos`` (0)."""
+        if pos:
+            self.buf = self.buf[pos:]
+            self.base += pos
+        return 0
+
+    def _fail(self, kind: DamageKind, message: str, offset: int) -> NoReturn:
+        if self.salvage:
+            self.broken = (kind, message, offset)
+            self.eof = True
+            raise _GzipBroken
+        raise TraceFormatError(message, path=self.path, offset=offset, kind=kind)
+
+
+class _GzipBroken(Exception):
+    """Internal: the gzip stream broke while salvaging; what was inflated is kept."""
+
+
+# ---------------------------------------------------------------- accumulation
+
+
+@final
+class _Totals:
+    """Everything one file contributes, accumulated in integer nanoseconds.
+
+    Most events are host-side and only counted: one C-level ``Counter`` pass over
+    ``(ph, cat)``. Only device-lane events (kernels, copies, fills, GPU annotations,
+    syncs), launches (for steps) and ``ProfilerStep#N`` spans get a Python loop.
+    """
+
+    def __init__(self, *, always_launches: bool = False) -> None:
+        # code -> raw name -> [calls, ns]
+        self.rows: dict[int, dict[bytes, list[int]]] = {_K_KERNEL: {}, _K_MEMCPY: {}, _K_MEMSET: {}}
+        self.cat_counts: Counter[str | None] = Counter()
+        self.not_span_counts: Counter[str | None] = Counter()
+        self.lane_ns: dict[int, int] = {}  # annotation / sync code -> ns
+        self.malformed = 0
+        self.naive_ns = 0
+        self.steps: list[tuple[float, float, int]] = []  # (ts, dur, step number)
+        # Launches are only needed for the per-step breakdown. Kineto writes the
+        # ProfilerStep spans (host ops) before the runtime calls, so launches are
+        # collected once a step has been seen; if a step turns up after launches
+        # were skipped, the file is read again with always_launches (see _Parser).
+        self.always_launches = always_launches
+        self.skipped_launches = 0
+        self.launch_corr = array("q")
+        self.launch_ts = array("d")
+        self.device_corr = array("q")
+        self.device_code = array("b")
+        self.device_ns = array("q")
+        self.events = 0
+
+    def add(self, events: list[_Event], doc: bytes) -> None:
+        self.events += len(events)
+        cats = Counter(map(_CAT, events))
+        self.cat_counts.update(cats)
+        self.not_span_counts.update([e.cat for e in events if e.ph != "X"])
+        if b'"ProfilerStep#' in doc:
+            names = list(map(_NAME, events))
+            for target in _step_names(doc):
+                raw = msgspec.Raw(target)
+                at = -1
+                while True:
+                    try:
+                        at = names.index(raw, at + 1)  # C-level search
+                    except ValueError:
+                        break
+                    self._step(events[at])
+        lane_cats = {cat for cat in cats if _category(cat) <= _K_SYNC}
+        if lane_cats:
+            self._lane([e for e in events if e.cat in lane_cats])
+        runtime_cats = {cat for cat in cats if _category(cat) == _K_RUNTIME}
+        if not runtime_cats:
+            return
+        if not (self.steps or self.always_launches):
+            self.skipped_launches += sum(cats[cat] for cat in runtime_cats)
+            return
+        launches = [e for e in events if e.cat in runtime_cats and e.ts is not None]
+        for corr, ts in zip(_correlations(launches), map(_TS, launches), strict=True):
+            if corr is not None:
+                self.launch_corr.append(corr)
+                self.launch_ts.append(ts)
+
+    def merge(self, other: _Totals) -> None:
+        """Add what a worker read from another part of the same file."""
+        self.events += other.events
+        for code, table in other.rows.items():
+            mine = self.rows[code]
+            for name, (calls, ns) in table.items():
+                entry = mine.get(name)
+                if entry is None:
+                    mine[name] = [calls, ns]
+                else:
+                    entry[0] += calls
+                    entry[1] += ns
+        self.cat_counts.update(other.cat_counts)
+        self.not_span_counts.update(other.not_span_counts)
+        for code, ns in other.lane_ns.items():
+            self.lane_ns[code] = self.lane_ns.get(code, 0) + ns
+        self.malformed += other.malformed
+        self.naive_ns += other.naive_ns
+        self.steps.extend(other.steps)
+        self.launch_corr.extend(other.launch_corr)
+        self.launch_ts.extend(other.launch_ts)
+        self.device_corr.extend(other.device_corr)
+        self.device_code.extend(other.device_code)
+        self.device_ns.extend(other.device_ns)
+
+    def _step(self, event: _Event) -> None:
+        if event.ph != "X" or event.ts is None or _category(event.cat) not in (_K_CPU, _K_OTHER):
+            return
+        match = _STEP_RAW.match(event.name)
+        if match is not None:
+            ns = max(_dur_ns(event.dur), 0)
+            self.steps.append((float(event.ts), ns / 1000, int(match.group(1))))
+
+    def _lane(self, events: list[_Event]) -> None:
+        keep = bool(self.steps) or self.always_launches
+        by_code: dict[int, list[_Event]] = {}
+        for cat in {e.cat for e in events}:
+            code = _category(cat)
+            by_code.setdefault(code, []).extend(e for e in events if e.cat == cat and e.ph == "X")
+        for code, all_spans in by_code.items():
+            spans = all_spans
+            ns_list = _durations_ns(spans)
+            if min(ns_list, default=0) < 0:  # drop (and count) events without a usable duration
+                good = [i for i, ns in enumerate(ns_list) if ns >= 0]
+                self.malformed += len(ns_list) - len(good)
+                spans = [spans[i] for i in good]
+                ns_list = [ns_list[i] for i in good]
+            total = sum(ns_list)
+            self.naive_ns += total
+            if code > _K_MEMSET:  # GPU annotation or stream sync
+                self.lane_ns[code] = self.lane_ns.get(code, 0) + total
+                continue
+            table = self.rows[code]
+            names = list(map(bytes, map(_NAME, spans)))
+            for name, ns in zip(names, ns_list, strict=True):
+                entry = table.get(name)
+                if entry is None:
+                    table[name] = [1, ns]
+                else:
+                    entry[0] += 1
+                    entry[1] += ns
+            if not keep:
+                self.skipped_launches += len(spans)
+                continue
+            for corr, ns in zip(_correlations(spans), ns_list, strict=True):
+                if corr is not None:
+                    self.device_corr.append(corr)
+                    self.device_code.append(code)
+                    self.device_ns.append(ns)
+
+    def _exclusions(self) -> list[Exclusion]:
+        events: dict[ExclusionReason, int] = {}
+        for cat, n in self.cat_counts.items():
+            not_spans = self.not_span_counts.get(cat, 0)
+            if not_spans:
+                events[ExclusionReason.NOT_A_SPAN] = (
+                    events.get(ExclusionReason.NOT_A_SPAN, 0) + not_spans
+                )
+            code = _category(cat)
+            if n == not_spans or code <= _K_MEMSET:
+                continue  # device rows (the malformed ones are counted below)
+            reason = _EXCLUSION_OF[code]
+            events[reason] = events.get(reason, 0) + n - not_spans
+        if self.malformed:
+            events[ExclusionReason.MALFORMED] = self.malformed
+        ns_of = {
+            ExclusionReason.GPU_USER_ANNOTATION: self.lane_ns.get(_K_ANNOTATION, 0),
+            ExclusionReason.STREAM_SYNC: self.lane_ns.get(_K_SYNC, 0),
+        }
+        return [
+            Exclusion(reason=reason, events=n, total_us=ns_of.get(reason, 0) / 1000)
+            for reason, n in events.items()
+        ]
+
+    def table(self, source: TraceSource, path: str, *, lossy_names: bool) -> KernelTable:
+        rows: list[KernelRow] = []
+        for code, raw, (calls, ns) in (
+            (code, raw, entry) for code, table in self.rows.items() for raw, entry in table.items()
+        ):
+            name = _decode_name(raw, path, lossy=lossy_names) or "(unnamed)"
+            if code == _K_MEMCPY:
+                kind = KernelKind.MEMCPY
+            elif code == _K_MEMSET:
+                kind = KernelKind.MEMSET
+            else:
+                kind = KernelKind.of(name)
+                if kind.is_transfer:  # a kernel that copies is elementwise work
+                    kind = KernelKind.ELEMENTWISE
+            rows.append(KernelRow(name=name, calls=calls, device_us=ns / 1000, kind=kind))
+        return KernelTable(
+            rows=_merge_rows(rows),  # two spellings of one name (JSON escapes) become one row
+            excluded=self._exclusions(),
+            naive_device_us=self.naive_ns / 1000,
+            steps=self._steps(),
+            sources=(source,),
+        )
+
+    def _steps(self) -> list[StepBreakdown]:
+        if not self.steps:
+            return []
+        import numpy as np
+
+        spans = sorted(self.steps)
+        starts = np.array([ts for ts, _, _ in spans], dtype=np.float64)
+        ends = starts + np.array([dur for _, dur, _ in spans], dtype=np.float64)
+        launch_corr = np.frombuffer(self.launch_corr, dtype=np.int64)
+        launch_ts = np.frombuffer(self.launch_ts, dtype=np.float64)
+        order = np.argsort(launch_corr, kind="stable")
+        launch_corr, launch_ts = launch_corr[order], launch_ts[order]
+        corr = np.frombuffer(self.device_corr, dtype=np.int64)
+        code = np.frombuffer(self.device_code, dtype=np.int8)
+        ns = np.frombuffer(self.device_ns, dtype=np.int64)
+        at = np.searchsorted(launch_corr, corr)
+        found = at < len(launch_corr)
+        found[found] = launch_corr[at[found]] == corr[found]
+        launched = np.where(found, launch_ts[np.minimum(at, max(len(launch_ts) - 1, 0))], np.nan)
+        index = np.searchsorted(starts, launched, side="right") - 1
+        inside = found & (index >= 0)
+        inside[inside] = launched[inside] <= ends[index[inside]]
+        out: list[StepBreakdown] = []
+        for i, (_, dur, number) in enumerate(spans):
+            mine = inside & (index == i)
+            totals = [int(ns[mine & (code == c)].sum()) for c in (_K_KERNEL, _K_MEMCPY, _K_MEMSET)]
+            out.append(
+                StepBreakdown(
+                    step=number,
+                    span_us=dur,
+                    kernel_us=totals[0] / 1000,
+                    memcpy_us=totals[1] / 1000,
+                    memset_us=totals[2] / 1000,
+                    device_events=int(mine.sum()),
+                )
+            )
+        return _merge_steps(out)
+
+
+def _merge_steps(steps: list[StepBreakdown]) -> list[StepBreakdown]:
+    """One entry per step number (a number repeated within a file is summed)."""
+    merged: dict[int, StepBreakdown] = {}
+    for step in steps:
+        merged[step.step] = merged[step.step] + step if step.step in merged else step
+    return list(merged.values())
+
+
+def _durations_ns(events: list[_Event]) -> list[int]:
+    """Each event's duration in integer ns (-1 where it is unusable)."""
+    durations: list[int | float | str | None] = list(map(_DUR, events))
+    numbers = [d for d in durations if type(d) is float or type(d) is int]
+    if len(numbers) == len(durations):
+        ns_list = [round(d * 1000) for d in numbers]
+        if not ns_list or (min(ns_list) >= 0 and max(ns_list) < 10**18):
+            return ns_list
+    return [_dur_ns(d) for d in durations]
+
+
+def _step_names(doc: bytes) -> set[bytes]:
+    """The distinct ``"ProfilerStep#N"`` name strings (quoted) that occur in ``doc``."""
+    found: set[bytes] = set()
+    at = doc.find(b'"ProfilerStep#')
+    while at >= 0:
+        match = _STEP_RAW.match(doc, at)
+        if match is not None:
+            found.add(match.group(0))
+        at = doc.find(b'"ProfilerStep#', at + 1)
+    return found
+
+
+def _correlations(events: list[_Event]) -> list[int | None]:
+    """``args.correlation`` of each event (None where it has none)."""
+    try:
+        return [a.correlation for a in map(_DECODE_ARGS.decode, map(_ARGS, events))]
+    except msgspec.DecodeError:  # also ValidationError: odd args somewhere; one by one
+        return [_correlation(e.args) for e in events]
+
+
+def _correlation(args: msgspec.Raw) -> int | None:
+    try:
+        return _DECODE_ARGS.decode(args).correlation
+    except msgspec.DecodeError:
+        match = _CORRELATION.search(args)
+        return None if match is None else int(match.group(1))
+
+
+def _dur_ns(dur: int | float | str | None) -> int:
+    """A duration in integer ns; -1 when it is missing, not a number, negative or not finite."""
+    if isinstance(dur, int | float) and not isinstance(dur, bool) and 0 <= dur < 1e15:
+        return round(dur * 1000)
+    return -1
+
+
+def _decode_name(raw: bytes, path: str | None = None, *, lossy: bool = False) -> str:
+    try:
+        value = _DECODE_ANY.decode(raw)
+    except msgspec.DecodeError:
+        if lossy:  # salvage: keep the row under a readable name
+            return raw.decode("utf-8", "replace").strip('"')
+        raise TraceFormatError(
+            "an event name is not valid UTF-8 JSON text", path=path, kind=DamageKind.MALFORMED
+        ) from None
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+# ---------------------------------------------------------------------- parser
+
+
+class _Salvaged(Exception):
+    """Internal: damage found while salvaging; carries it to the top."""
+
+    def __init__(self, damage: Damage) -> None:
+        super().__init__(damage.message)
+        self.damage = damage
+
+
+@final
+class _Parser:
+    def __init__(
+        self,
+        path: str,
+        *,
+        salvage: bool,
+        progress: ProgressCallback | None,
+        always_launches: bool = False,
+        workers: int = 1,
+    ) -> None:
+        self.path = path
+        self.progress = progress
+        self.workers = workers
+        # A segment ends at this boundary (absolute: end of '}', start of next '{').
+        self.stop: tuple[int, int] | None = None
+        self.landed = False
+        self.src = _Source(path, progress, salvage=salvage)
+        self.salvage = salvage
+        self.totals = _Totals(always_launches=always_launches)
+        self.pos = 0
+        self.rank: int | None = None
+        self.world_size: int | None = None
+        self.devices: tuple[str, ...] = ()
+        self.display_time_unit: str | None = None
+        self.base_time_ns: int | None = None
+        self.saw_events = False
+
+    # -- low-level helpers
+
+    def _fail(self, kind: DamageKind, message: str, offset: int) -> NoReturn:
+        broken = self.src.broken
+        if broken is not None and kind in (DamageKind.TRUNCATED, DamageKind.EMPTY):
+            kind, message, offset = broken  # the JSON ends early because the gzip broke
+        if self.salvage:
+            raise _Salvaged(
+                Damage(kind=kind, offset=offset, message=message, events_kept=self.totals.events)
+            )
+        raise TraceFormatError(message, path=self.path, offset=offset, kind=kind)
+
+    def _peek(self) -> int | None:
+        """The next non-whitespace byte (consuming the whitespace), None at EOF."""
+        src = self.src
+        while True:
+            buf = src.buf
+            n = len(buf)
+            pos = self.pos
+            while pos < n and buf[pos] in _WS:
+                pos += 1
+            self.pos = pos
+            if pos < n:
+                return buf[pos]
+            self.pos = src.compact(pos)
+            if not src.more():
+                return None
+
+    def _expect(self, byte: bytes, what: str) -> None:
+        got = self._peek()
+        if got is None:
+            self._fail(
+                DamageKind.TRUNCATED, f"the trace ends where {what} was expected", self._at()
+            )
+        if got != byte[0]:
+            self._fail(DamageKind.MALFORMED, f"expected {what}", self._at())
+        self.pos += 1
+
+    def _at(self) -> int:
+        return self.src.base + self.pos
+
+    # -- top level
+
+    def parse(self) -> KernelTable:
+        damage: Damage | None = None
+        try:
+            try:
+                self._document()
+            finally:
+                self.src.close()
+        except _Salvaged as salvaged:
+            damage = salvaged.damage
+        if damage is None and self.src.broken is not None:
+            kind, message, offset = self.src.broken
+            damage = Damage(
+                kind=kind, offset=offset, message=message, events_kept=self.totals.events
+            )
+        totals = self.totals
+        if totals.steps and totals.skipped_launches and not totals.always_launches:
+            # A ProfilerStep span came after launches that were not kept: read again.
+            again = _Parser(
+                self.path,
+                salvage=self.salvage,
+                progress=self.progress,
+                always_launches=True,
+                workers=self.workers,
+            )
+            return again.parse()
+        source = TraceSource(
+            path=self.path,
+            rank=self.rank,
+            world_size=self.world_size,
+            events=self.totals.events,
+            devices=self.devices,
+            display_time_unit=self.display_time_unit,
+            base_time_ns=self.base_time_ns,
+            damage=damage,
+        )
+        return self.totals.table(source, self.path, lossy_names=self.salvage)
+
+    def _document(self) -> None:
+        src = self.src
+        if not src.more():
+            self._fail(DamageKind.EMPTY, "the file is empty", 0)
+        if src.buf.startswith(b"\xef\xbb\xbf"):
+            self.pos = 3
+        first = self._peek()
+        if first is None:
+            self._fail(DamageKind.EMPTY, "the file holds only whitespace", self._at())
+        if first == ord("["):
+            self.pos += 1
+            self._events()
+        elif first == ord("{"):
+            self.pos += 1
+            self._object()
+        else:
+            self._fail(
+                DamageKind.NOT_JSON,
+                "not a Chrome trace: the content starts neither with '{' nor '[' (nor gzip)",
+                self._at(),
+            )
+        if self._peek() is not None:
+            self._fail(DamageKind.MALFORMED, "unexpected data after the trace", self._at())
+        if not self.saw_events:
+            self._fail(DamageKind.WRONG_STRUCTURE, "the trace has no traceEvents array", 0)
+
+    def _object(self) -> None:
+        if self._peek() == ord("}"):
+            self.pos += 1
+            return
+        while True:
+            key = self._value("a key")
+            if not isinstance(key, str):
+                self._fail(DamageKind.MALFORMED, "expected a quoted key", self._at())
+            self._expect(b":", "':' after a key")
+            if key == "traceEvents":
+                if self._peek() != ord("["):
+                    self._fail(
+                        DamageKind.WRONG_STRUCTURE, "traceEvents is not an array", self._at()
+                    )
+                self.pos += 1
+                self._events()
+            else:
+                self._metadata(key, self._value(f"the value of {key!r}"))
+            got = self._peek()
+            if got == ord(","):
+                self.pos += 1
+                continue
+            if got == ord("}"):
+                self.pos += 1
+                return
+            if got is None:
+                self._fail(
+                    DamageKind.TRUNCATED, "the trace ends inside its top-level object", self._at()
+                )
+            self._fail(
+                DamageKind.MALFORMED, "expected ',' or '}' between top-level keys", self._at()
+            )
+
+    def _metadata(self, key: str, value: object) -> None:
+        if key == "displayTimeUnit" and isinstance(value, str):
+            self.display_time_unit = value
+        elif (
+            key == "baseTimeNanoseconds" and isinstance(value, int) and not isinstance(value, bool)
+        ):
+            self.base_time_ns = value if value >= 0 else None
+        elif key == "deviceProperties" and isinstance(value, list):
+            names = [d.get("name") for d in value if isinstance(d, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            self.devices = tuple(n for n in names if isinstance(n, str))  # pyright: ignore[reportUnknownVariableType]
+        if key == "distributedInfo" and isinstance(value, dict):
+            rank = value.get("rank")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            size = value.get("world_size")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+                self.rank = rank
+            if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+                self.world_size = size
+
+    def _value(self, what: str) -> object:
+        """Decode one small JSON value (a key, or a top-level value other than traceEvents)."""
+        if self._peek() is None:
+            self._fail(
+                DamageKind.TRUNCATED, f"the trace ends where {what} was expected", self._at()
+            )
+        decoder = json.JSONDecoder(parse_constant=_reject_constant)
+        while True:
+            src = self.src
+            text = src.buf[self.pos :].decode("utf-8", "surrogateescape")
+            try:
+                value, end = decoder.raw_decode(text)
+            except ValueError as error:
+                err_pos = error.pos if isinstance(error, json.JSONDecodeError) else 0
+                near_end = err_pos >= len(text) - 1
+                if near_end and not src.eof and len(src.buf) - self.pos < _MAX_VALUE:
+                    self.pos = src.compact(self.pos)
+                    src.more()
+                    continue
+                offset = self._at() + len(text[:err_pos].encode("utf-8", "surrogateescape"))
+                kind = DamageKind.TRUNCATED if near_end and src.eof else DamageKind.MALFORMED
+                self._fail(kind, f"invalid JSON in {what}: {_first_line(error)}", offset)
+            self.pos += len(text[:end].encode("utf-8", "surrogateescape"))
+            return value
+
+    # -- the events array
+
+    def _events(self) -> None:
+        self.saw_events = True
+        if self._peek() == ord("]"):
+            self.pos += 1
+            return
+        pool = self._start_workers()
+        try:
+            self._loop()
+            if pool:
+                self._join_workers(pool)
+        finally:
+            for worker in pool:
+                worker.cancel()
+
+    def _loop(self) -> None:
+        src = self.src
+        while True:
+            self.pos = src.compact(self.pos)
+            while len(src.buf) - self.pos < _RUN and src.more():
+                pass
+            if self.stop is not None:
+                while len(src.buf) < self.stop[0] - src.base and len(src.buf) - self.pos < 2 * _RUN:
+                    if not src.more():
+                        break
+            if self._run():
+                return
+
+    # -- parallel reading of large plain files
+
+    def _start_workers(self) -> list[_Worker]:
+        """Split the rest of a large plain file among worker processes (none when small)."""
+        src = self.src
+        if self.workers < 2 or self.salvage or not src.seekable:
+            return []
+        start = self._at()
+        rest = src.size - start
+        if rest < _PARALLEL_MIN_BYTES:
+            return []
+        bounds: list[tuple[int, int]] = []
+        for j in range(1, self.workers):
+            nominal = start + rest * j // self.workers
+            window = src.peek_at(nominal, 1 << 20)
+            match = _CUT.search(window)
+            if match is None:
+                return []
+            bound = (nominal + match.start() + 1, nominal + match.end())
+            if bounds and bound[0] <= bounds[-1][1]:
+                return []
+            bounds.append(bound)
+        pool: list[_Worker] = []
+        for j, bound in enumerate(bounds):
+            stop = bounds[j + 1] if j + 1 < len(bounds) else None
+            pool.append(_Worker(self.path, bound[1], stop))
+        self.stop = bounds[0]
+        return pool
+
+    def _join_workers(self, pool: list[_Worker]) -> None:
+        """Merge the workers' parts, in file order, while each started on a real boundary."""
+        if not self.landed:
+            return  # the first split point was not a boundary: this process read it all
+        end: int | None = None
+        for worker in pool:
+            result = worker.result()
+            if result.error is not None:
+                kind, message, offset = result.error
+                raise TraceFormatError(message, path=self.path, offset=offset, kind=kind)
+            assert result.totals is not None
+            self.totals.merge(result.totals)
+            if not result.landed:
+                end = result.end
+                break
+        if end is None:  # pragma: no cover - the last worker has no stop, so it never lands
+            raise AssertionError("no worker reached the end of traceEvents")
+        self.src.seek(end)
+        self.pos = 0
+
+    def segment(self, start: int, stop: tuple[int, int] | None) -> _WorkerResult:
+        """Worker side: read events from ``start`` until ``stop`` or the array's end."""
+        self.src.seek(start)
+        self.pos = 0
+        self.stop = stop
+        try:
+            try:
+                self._loop()
+            finally:
+                self.src.close()
+        except TraceFormatError as error:
+            kind = error.kind if error.kind is not None else DamageKind.MALFORMED
+            message = str(error.args[0]) if error.args else str(error)
+            message = message.split(" (")[0] if error.path is not None else message
+            return _WorkerResult(
+                totals=None, landed=False, end=None, error=(kind, message, error.offset or 0)
+            )
+        return _WorkerResult(
+            totals=self.totals,
+            landed=self.landed,
+            end=None if self.landed else self.src.base + self.pos,
+            error=None,
+        )
+
+    def _run(self) -> bool:
+        """Decode one run of events from ``pos``; True when the array (or segment) ended."""
+        src = self.src
+        buf = src.buf
+        pos = self.pos
+        if self.stop is not None:
+            stop_cut = self.stop[0] - src.base
+            if stop_cut < pos:
+                self.stop = None  # read past it: it was not a boundary
+            elif stop_cut - pos <= _RUN and stop_cut <= len(buf):
+                outcome = self._try(pos, stop_cut)
+                if outcome is _OK:
+                    self.pos = self.stop[1] - src.base
+                    self.landed = True
+                    return True
+                self.stop = None  # not a boundary after all: read on without it
+                return outcome is _CLOSED
+        limit = len(buf) if src.eof else min(len(buf), pos + _RUN)
+        if self.stop is not None:
+            limit = min(limit, self.stop[0] - src.base)
+        if src.eof and limit - pos <= _RUN:
+            return self._final_run()
+        cuts = self._cuts(pos, limit)
+        while True:
+            for cut_end, next_start in reversed(cuts):
+                outcome = self._try(pos, cut_end)
+                if outcome is _WRONG_CUT:
+                    continue
+                if outcome is _CLOSED:
+                    return True
+                self.pos = next_start
+                return False
+            # No usable cut in this window: widen it.
+            if src.eof and limit >= len(buf):
+                return self._final_run()
+            while len(src.buf) < limit * 2 - pos and src.more():
+                pass
+            buf = src.buf
+            new_limit = min(len(buf), pos + (limit - pos) * 2)
+            cuts = self._cuts(limit - 1 if limit > pos else pos, new_limit)
+            limit = new_limit
+            if not cuts and src.eof and limit >= len(buf):
+                return self._final_run()
+
+    def _cuts(self, start: int, end: int) -> list[tuple[int, int]]:
+        """Candidate event boundaries in buf[start:end]: (end of '}', start of next '{')."""
+        buf = self.src.buf
+        window = max(start, end - (1 << 16))
+        found: list[tuple[int, int]] = []
+        while True:
+            found = [(m.start() + 1, m.end()) for m in _CUT.finditer(buf, window, end)]
+            if found or window <= start:
+                return found
+            window = max(start, window - (end - window) * 4)
+
+    def _final_run(self) -> bool:
+        """Everything left is in the buffer: decode to the end of the array."""
+        src = self.src
+        self._try(self.pos, len(src.buf), final=True)  # _CLOSED, or it fails
+        return True
+
+    def _try(self, start: int, end: int, *, final: bool = False) -> object:
+        """Decode buf[start:end] as events; returns _OK, _CLOSED or _WRONG_CUT (or fails)."""
+        src = self.src
+        body = src.buf[start:end]
+        doc = b"[" + body if final else b"[" + body + b"]"
+        try:
+            events = self._decode(doc, start)
+        except msgspec.DecodeError as error:
+            message = _first_line(error)
+            byte = _error_byte(message)
+            if "trailing characters" in message and byte is not None:
+                # The array closed inside this run: decode up to its ']' (msgspec
+                # reports the byte after the first trailing character).
+                close = doc.rfind(b"]", 0, byte)
+                head = doc[: close + 1]
+                try:
+                    events = self._decode(head, start)
+                except msgspec.DecodeError as inner:
+                    return self._damage(start, end, inner, final=final)
+                self.totals.add(events, head)
+                self.pos = start + close  # doc index i is buf index start + i - 1
+                return _CLOSED
+            if not final and (byte is None or byte >= len(doc) - 1):
+                return _WRONG_CUT
+            return self._damage(start, end, error, final=final)
+        self.totals.add(events, doc)
+        if final:
+            self.pos = end
+            return _CLOSED
+        return _OK
+
+    def _decode(self, doc: bytes, start: int) -> list[_Event]:
+        """Typed decode; events with unexpected field types go one by one.
+
+        Raises msgspec.DecodeError for invalid JSON (never ValidationError).
+        """
+        try:
+            return _DECODE_EVENTS.decode(doc)
+        except msgspec.ValidationError:
+            items: object = _DECODE_ANY.decode(doc)  # DecodeError here is invalid JSON
+        if not isinstance(items, list):  # pragma: no cover - doc is an array
+            self._fail(DamageKind.WRONG_STRUCTURE, "traceEvents is not an array", self._abs(start))
+        out: list[_Event] = []
+        for index, item in enumerate(items):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            if not isinstance(item, dict):
+                self._fail(
+                    DamageKind.WRONG_STRUCTURE,
+                    f"traceEvents[{self.totals.events + index}] is not an object",
+                    self._abs(start),
+                )
+            out.append(_event_from_dict(item))  # pyright: ignore[reportUnknownArgumentType]
+        return out
+
+    def _abs(self, start: int) -> int:
+        return self.src.base + start
+
+    def _damage(self, start: int, end: int, error: msgspec.DecodeError, *, final: bool) -> object:
+        message = _first_line(error)
+        byte = _error_byte(message)
+        if byte is None or "truncated" in message:
+            kind = DamageKind.TRUNCATED
+            text = "the trace stops mid-event (was the profiler killed while writing?)"
+            offset = self.src.base + end
+        else:
+            kind = DamageKind.MALFORMED
+            text = f"invalid JSON in traceEvents: {message.split(' (byte')[0]}"
+            offset = self.src.base + start + byte - 1
+        if self.salvage:
+            self._keep_before(start, offset - self.src.base)
+        self._fail(kind, text, offset)
+
+    def _keep_before(self, start: int, damage_at: int) -> None:
+        """Salvage: add every complete event in buf[start:damage_at]."""
+        for cut_end, _ in reversed(self._cuts_all(start, damage_at)):
+            doc = b"[" + self.src.buf[start:cut_end] + b"]"
+            try:
+                events = self._decode(doc, start)
+            except (msgspec.DecodeError, _Salvaged):
+                continue
+            self.totals.add(events, doc)
+            return
+
+    def _cuts_all(self, start: int, end: int) -> list[tuple[int, int]]:
+        buf = self.src.buf
+        cuts = [(m.start() + 1, m.end()) for m in _CUT.finditer(buf, start, max(start, end))]
+        # The last event before the damage may be followed directly by it.
+        return cuts
+
+
+_OK: Final = object()
+_CLOSED: Final = object()
+_WRONG_CUT: Final = object()
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _error_byte(message: str) -> int | None:
+    match = _ERROR_BYTE.search(message)
+    return None if match is None else int(match.group(1))
+
+
+def _event_from_dict(item: dict[object, object]) -> _Event:
+    def text(key: str) -> str | None:
+        value = item.get(key)
+        return value if isinstance(value, str) else None
+
+    def number(key: str) -> int | float | None:
+        value = item.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return value
+
+    dur = item.get("dur")
+    return _Event(
+        ph=text("ph"),
+        cat=text("cat"),
+        name=msgspec.Raw(msgspec.json.encode(item.get("name"))),
+        ts=number("ts"),
+        dur=dur if isinstance(dur, int | float | str) and not isinstance(dur, bool) else None,
+        args=msgspec.Raw(msgspec.json.encode(item.get("args"))),
+    )
+
+
+@final
+@attrs.frozen
+class _WorkerResult:
+    totals: _Totals | None
+    landed: bool
+    end: int | None
+    error: tuple[DamageKind, str, int] | None
+
+
+@final
+class _Worker:
+    """One child process reading a segment of a plain trace (``python -m ..._trace_worker``)."""
+
+    def __init__(self, path: str, start: int, stop: tuple[int, int] | None) -> None:
+        import subprocess
+        import sys
+
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [package_root, *filter(None, [env.get("PYTHONPATH", "")])]
+        )
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "probewise.throughput._trace_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert self._process.stdin is not None
+        self._process.stdin.write(pickle.dumps((path, start, stop)))
+        self._process.stdin.close()
+
+    def result(self) -> _WorkerResult:
+        assert self._process.stdout is not None
+        data = self._process.stdout.read()
+        self._process.wait()
+        if self._process.returncode != 0 or not data:
+            raise TraceFormatError(
+                f"a trace worker process failed (exit status {self._process.returncode})"
+            )
+        result = pickle.loads(data)
+        if not isinstance(result, _WorkerResult):  # pragma: no cover - defensive
+            raise TraceFormatError("a trace worker process returned something unexpected")
+        return result
+
+    def cancel(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+def worker_main() -> None:
+    """Internal: the entry point of ``python -m probewise.throughput._trace_worker``."""
+    import sys
+
+    path, start, stop = pickle.loads(sys.stdin.buffer.read())
+    parser = _Parser(path, salvage=False, progress=None, always_launches=True)
+    result = parser.segment(start, stop)
+    sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+
+
+# ---------------------------------------------------------------- public readers
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ChromeTraceSet:
+    """The tables of several trace files read as the ranks of one job.
+
+    ``per_rank`` holds one table per file (sorted by rank, files without a rank
+    last); ``merged`` is their sum. ``missing_ranks`` are ranks that
+    ``distributedInfo.world_size`` says exist but no file came from.
+    """
+
+    per_rank: tuple[KernelTable, ...]
+    merged: KernelTable
+
+    @property
+    def world_size(self) -> int | None:
+        """The largest world size any file states."""
+        return self.merged.world_size
+
+    @property
+    def missing_ranks(self) -> tuple[int, ...]:
+        """Ranks the job had that no file covers."""
+        return self.merged.missing_ranks
+
+
+def read_chrome_trace(
+    path: str | PathLike[str],
+    *,
+    salvage: bool = False,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
+) -> KernelTable:
+    """Read one Chrome trace file (JSON or gzip, by content) into a KernelTable.
+
+    ``workers`` is the number of processes that read a large (64 MiB or more) plain
+    JSON trace in parallel, each a part of the file; None means one per CPU, up to 4.
+    Gzip streams and salvage reads always use one. The result does not depend on it.
+    """
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        raise TraceFormatError("a directory holds ranks: use read_chrome_traces", path=name)
+    count = _worker_count(workers)
+    try:
+        return _Parser(name, salvage=salvage, progress=progress, workers=count).parse()
+    except OSError as error:
+        raise TraceFormatError(f"cannot read the file: {error.strerror}", path=name) from None
+
+
+def _worker_count(workers: object) -> int:
+    if workers is None:
+        return max(1, min(os.cpu_count() or 1, 4))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidInputError(f"workers must be a positive int or None, got {workers!r}")
+    return workers
+
+
+def read_chrome_traces(
+    paths: str | PathLike[str] | Sequence[str | PathLike[str]],
+    *,
+    salvage: bool = False,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
+) -> ChromeTraceSet:
+    """Read one trace, a directory of rank traces, or several files, as ranks of one job.
+
+    A directory contributes every regular file in it whose content starts like a
+    trace (gzip magic, or ``{`` / ``[`` after whitespace); other files (a README)
+    are skipped. Files are sorted by ``distributedInfo.rank``. ``salvage``,
+    ``progress`` and ``workers`` are as for :func:`read_chrome_trace`.
+    """
+    files = list(_trace_files(paths))
+    if not files:
+        shown = (
+            os.fspath(paths) if isinstance(paths, str | PathLike) else ", ".join(map(str, paths))
+        )
+        raise TraceFormatError("no trace files found", path=shown)
+    tables = [
+        read_chrome_trace(f, salvage=salvage, progress=progress, workers=workers) for f in files
+    ]
+    tables.sort(key=_rank_key)
+    merged = KernelTable.empty()
+    for table in tables:
+        merged = merged + table
+    if len(tables) == 1:
+        merged = tables[0]
+    return ChromeTraceSet(per_rank=tuple(tables), merged=merged)
+
+
+def _rank_key(table: KernelTable) -> tuple[int, str]:
+    source = table.sources[0]
+    return (source.rank if source.rank is not None else 1 << 30, source.path)
+
+
+def _trace_files(paths: str | PathLike[str] | Sequence[str | PathLike[str]]) -> Iterator[str]:
+    items: Iterable[str | PathLike[str]] = [paths] if isinstance(paths, str | PathLike) else paths
+    for item in items:
+        name = os.fspath(item)
+        if os.path.isdir(name):
+            for child in sorted(Path(name).iterdir()):
+                if child.is_file() and _looks_like_trace(child):
+                    yield str(child)
+        else:
+            yield name
+
+
+def _looks_like_trace(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return False
+    if head.startswith(_GZIP_MAGIC):
+        return True
+    stripped = head.lstrip(b"\xef\xbb\xbf").lstrip(_WS)
+    return stripped[:1] in (b"{", b"[")
+
+
+# -------------------------------------------------------------- key_averages()
+
+
+def table_from_key_averages(events: Iterable[object]) -> KernelTable:
+    """A KernelTable from ``prof.key_averages()`` (``FunctionEventAvg`` objects).
+
+    Kernel rows are the device rows: ``device_type`` other than CPU (CUDA, XPU,
+    MTIA, PrivateUse1...), user annotations left out. On the legacy profiler path
+    (``is_legacy``: CUDA-event timing, no kernel rows) the CPU op rows carry the
+    device time, so they are the rows. ``naive_device_us`` is the sum of self
+    device time over every row: what summing the column would have said.
+    """
+    items = list(events)
+    converted = [_averaged(item) for item in items]
+    legacy = any(c.legacy for c in converted) and not any(c.on_device for c in converted)
+    rows: list[KernelRow] = []
+    excluded: list[Exclusion] = []
+    naive = 0
+    for c in converted:
+        naive += c.self_ns
+        if c.annotation:
+            reason = ExclusionReason.GPU_USER_ANNOTATION if c.on_device else ExclusionReason.CPU_OP
+            excluded.append(Exclusion(reason=reason, events=1, total_us=c.self_ns / 1000))
+        elif c.on_device or (legacy and c.self_ns > 0):
+            rows.append(KernelRow.named(c.name, calls=c.calls, device_us=c.self_ns / 1000))
+        elif _RUNTIME_NAME.match(c.name):
+            excluded.append(
+                Exclusion(reason=ExclusionReason.RUNTIME_CALL, events=1, total_us=c.self_ns / 1000)
+            )
+        else:
+            excluded.append(
+                Exclusion(reason=ExclusionReason.CPU_OP, events=1, total_us=c.self_ns / 1000)
+            )
+    return KernelTable.of_rows(rows, excluded=excluded, naive_device_us=naive / 1000)
+
+
+_RUNTIME_NAME: Final = regex.compile(r"(?:cuda|cu|hip|hsa|mtia|xpu|ze|ur)[A-Z]")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class _Averaged:
+    name: str
+    calls: int
+    self_ns: int
+    on_device: bool
+    legacy: bool
+    annotation: bool
+
+
+def _averaged(item: object) -> _Averaged:
+    name = getattr(item, "key", None)
+    if not isinstance(name, str) or not name:
+        raise TraceFormatError(
+            f"not a key_averages() event: {type(item).__name__} has no string 'key'"
+        )
+    count = getattr(item, "count", 0)
+    self_us = getattr(item, "self_device_time_total", None)
+    if self_us is None:
+        self_us = getattr(item, "self_cuda_time_total", 0.0)
+    if isinstance(self_us, bool) or not isinstance(self_us, int | float) or self_us < 0:
+        raise TraceFormatError(f"{name!r} has no usable self device time ({self_us!r})")
+    device_type = getattr(item, "device_type", None)
+    device_name = getattr(device_type, "name", "CPU")
+    return _Averaged(
+        name=name,
+        calls=count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0,
+        self_ns=round(float(self_us) * 1000),
+        on_device=isinstance(device_name, str) and device_name != "CPU",
+        legacy=getattr(item, "is_legacy", False) is True,
+        annotation=getattr(item, "is_user_annotation", False) is True,
+    )
