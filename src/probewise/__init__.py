@@ -9,6 +9,7 @@ from probewise.errors import (
     FastPathLostError,
     InsufficientPointsError,
     InvalidInputError,
+    LengthInputError,
     ProbewiseError,
     RubricError,
     SealedError,
@@ -30,6 +31,23 @@ from probewise.responses.outcome import (
 from probewise.responses.rubric import Rubric, Rule
 from probewise.responses.sealed import Sealed
 from probewise.responses.tally import ArmTally, Proportion
+from probewise.throughput._length_input import (
+    LengthInput,
+    as_lengths,
+    read_lengths,
+    tokenize_lengths,
+)
+from probewise.throughput.buckets import (
+    Batcher,
+    Batching,
+    BucketRow,
+    BucketStrategy,
+    BucketSweep,
+    bucket_batches,
+    megabatch_batches,
+    random_batches,
+    sweep_buckets,
+)
 from probewise.throughput.kernels import (
     Damage,
     Exclusion,
@@ -41,6 +59,17 @@ from probewise.throughput.kernels import (
     KernelTable,
     StepBreakdown,
     TraceSource,
+)
+from probewise.throughput.lengths import (
+    BatchingMode,
+    ChunkPlan,
+    HistogramBin,
+    Lengths,
+    LengthStats,
+    LogitsDtype,
+    PaddingReport,
+    ce_chunk_plan,
+    padding_waste,
 )
 from probewise.throughput.traces import (
     ChromeTraceSet,
@@ -55,7 +84,14 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ArmTally",
+    "Batcher",
+    "Batching",
+    "BatchingMode",
+    "BucketRow",
+    "BucketStrategy",
+    "BucketSweep",
     "ChromeTraceSet",
+    "ChunkPlan",
     "Completion",
     "Complied",
     "ControlState",
@@ -71,6 +107,7 @@ __all__ = [
     "ExclusionReason",
     "FastPathLostError",
     "FinishReason",
+    "HistogramBin",
     "InsufficientPointsError",
     "InvalidInputError",
     "KernelChange",
@@ -79,7 +116,13 @@ __all__ = [
     "KernelRow",
     "KernelTable",
     "LabelledRow",
+    "LengthInput",
+    "LengthInputError",
+    "LengthStats",
+    "Lengths",
+    "LogitsDtype",
     "Outcome",
+    "PaddingReport",
     "ProbewiseError",
     "ProfilerTableReading",
     "Proportion",
@@ -95,9 +138,18 @@ __all__ = [
     "TraceFormatError",
     "TraceSource",
     "__version__",
+    "as_lengths",
+    "bucket_batches",
+    "ce_chunk_plan",
     "classify",
     "compare_arms",
+    "megabatch_batches",
     "normalise",
+    "padding_waste",
+    "random_batches",
     "read_chrome_traces",
+    "read_lengths",
     "read_profiler_tables",
+    "sweep_buckets",
+    "tokenize_lengths",
 ]

@@ -14,6 +14,7 @@ __all__ = [
     "FastPathLostError",
     "InsufficientPointsError",
     "InvalidInputError",
+    "LengthInputError",
     "ProbewiseError",
     "RubricError",
     "SealedError",
@@ -83,6 +84,36 @@ class TraceFormatError(ProbewiseError, ValueError):
         self.path = path
         self.offset = offset
         self.kind = kind
+
+
+class LengthInputError(InvalidInputError):
+    """Sequence lengths could not be used: a value or a line of an input file is bad.
+
+    ``path`` names the file and ``line`` the 1-based line number, when the lengths
+    came from a file; ``index`` is the 0-based position of the bad value in the
+    sequence (or of the bad record in the file). Nothing is ever dropped silently:
+    one bad value rejects the whole input, naming where it is.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        index: int | None = None,
+    ) -> None:
+        where: list[str] = []
+        if path is not None:
+            where.append(path if line is None else f"{path}:{line}")
+        elif line is not None:
+            where.append(f"line {line}")
+        if index is not None and line is None:
+            where.append(f"index {index}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+        self.path = path
+        self.line = line
+        self.index = index
 
 
 class InsufficientPointsError(ProbewiseError, ValueError):

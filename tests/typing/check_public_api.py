@@ -8,9 +8,18 @@ from __future__ import annotations
 
 from typing import assert_never, assert_type
 
+import numpy as np
+import numpy.typing as npt
+
 from probewise import (
     ArmTally,
+    Batching,
+    BatchingMode,
+    BucketRow,
+    BucketStrategy,
+    BucketSweep,
     ChromeTraceSet,
+    ChunkPlan,
     Completion,
     Complied,
     ControlState,
@@ -22,11 +31,17 @@ from probewise import (
     ErrorKind,
     ExclusionReason,
     FinishReason,
+    HistogramBin,
     KernelDiff,
     KernelKind,
     KernelRow,
     KernelTable,
+    LengthInput,
+    LengthInputError,
+    LengthStats,
+    LogitsDtype,
     Outcome,
+    PaddingReport,
     Proportion,
     Refused,
     Rubric,
@@ -35,9 +50,15 @@ from probewise import (
     StepBreakdown,
     TraceFormatError,
     TraceSource,
+    as_lengths,
+    bucket_batches,
+    ce_chunk_plan,
     classify,
     compare_arms,
+    padding_waste,
     read_chrome_traces,
+    read_lengths,
+    sweep_buckets,
 )
 
 
@@ -136,6 +157,42 @@ def kernels(path: str) -> None:
         assert_type(error.offset, int | None)
 
 
+def lengths(path: str) -> None:
+    data = read_lengths(path, field="n", source_field="src")
+    assert_type(data, LengthInput)
+    assert_type(data.lengths, npt.NDArray[np.int64])
+    assert_type(data.source_codes, npt.NDArray[np.int32] | None)
+    assert_type(data.sources(), tuple[str, ...] | None)
+    assert_type(as_lengths([1, 2]), npt.NDArray[np.int64])
+    stats = LengthStats.of(data)
+    assert_type(stats.p99, float)
+    assert_type(stats.histogram, tuple[HistogramBin, ...])
+    report = padding_waste([3, 4], batch_size=2)
+    assert_type(report, PaddingReport)
+    assert_type(padding_waste(np.array([3, 4]), [[0], [1]]).waste_share, float)
+    assert_type(report.mode, BatchingMode)
+    plan = ce_chunk_plan(262_144, 16_384, budget_bytes=8 << 30, logits_dtype="bf16")
+    assert_type(plan, ChunkPlan)
+    assert_type(plan.logits_dtype, LogitsDtype)
+    assert_type(plan.n_chunks, int)
+    sweep = sweep_buckets(data, batch_size=8, bucket_sizes=[64, 256])
+    assert_type(sweep, BucketSweep)
+    assert_type(sweep.rows, tuple[BucketRow, ...])
+    assert_type(sweep.best().source_entropy_bits, float | None)
+    assert_type(bucket_batches([1, 2], batch_size=1, bucket_size=4), Batching)
+    match sweep.random.strategy:
+        case BucketStrategy.RANDOM | BucketStrategy.LENGTH_BUCKETS:
+            pass
+        case BucketStrategy.MEGABATCH | BucketStrategy.CUSTOM:
+            pass
+        case _:
+            assert_never(sweep.random.strategy)
+    try:
+        read_lengths(path)
+    except LengthInputError as error:
+        assert_type(error.line, int | None)
+
+
 def negatives() -> None:
     Complied(text="x")  # type: ignore[call-arg]
     outcome = Complied()
@@ -147,3 +204,8 @@ def negatives() -> None:
     table = KernelTable.empty()
     table.kernel_us = 1.0  # type: ignore[misc]
     table.top("3")  # type: ignore[arg-type]
+    padding_waste([1], batch_size="2")  # type: ignore[arg-type]
+    sweep_buckets([1], batch_size=2, bucket_sizes=[4], seed="0")  # type: ignore[arg-type]
+    plan = ce_chunk_plan(1, 1, budget_bytes=1)
+    plan.n_chunks = 2  # type: ignore[misc]
+    ce_chunk_plan(1, 1, 1)  # type: ignore[call-arg]  # budget_bytes is keyword-only

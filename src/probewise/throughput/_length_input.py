@@ -1,0 +1,479 @@
+"""Sequence lengths at the boundary: validated arrays, length files, tokenized JSONL.
+
+Every way lengths enter probewise ends in one validated, read-only ``int64`` array.
+One bad value rejects the whole input with a :class:`~probewise.errors.LengthInputError`
+that names where it is (index, or file and line): a zero, a negative, a NaN, a
+non-integer, an empty input, a JSONL record without the field. Nothing is silently
+dropped, because a dropped record is a length the waste figures never saw.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO, cast, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from probewise.errors import InvalidInputError, LengthInputError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+__all__ = ["LengthInput", "as_lengths", "read_lengths", "tokenize_lengths"]
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _read_only(array: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    array.flags.writeable = False
+    return array
+
+
+def _bad_reason(value: object) -> str | None:
+    """Why ``value`` is not a usable length, or ``None`` when it is one."""
+    if isinstance(value, bool | np.bool_):
+        return f"a boolean ({value!r}) is not a length"
+    if isinstance(value, int | np.integer):
+        number = int(cast("int", value))  # an int or a numpy integer scalar
+        if number <= 0:
+            return f"length must be a positive integer, got {number}"
+        if number > _INT64_MAX:
+            return f"length {number} does not fit in 64 bits"
+        return None
+    if isinstance(value, float | np.floating):
+        number_f = float(cast("float", value))  # a float or a numpy floating scalar
+        if math.isnan(number_f):
+            return "length is NaN"
+        if math.isinf(number_f):
+            return "length is infinite"
+        if not number_f.is_integer():
+            return f"length must be an integer, got {number_f!r}"
+        return _bad_reason(int(number_f))
+    return f"length must be an integer, got a {type(value).__name__}"
+
+
+def as_lengths(values: Sequence[int] | npt.NDArray[np.generic]) -> npt.NDArray[np.int64]:
+    """Validate ``values`` as sequence lengths and return them as a read-only int64 array.
+
+    Accepts a sequence of ints or a one-dimensional array of integers (or of floats
+    that are whole numbers, as pandas and JSON tools often produce). Every length must
+    be a positive integer.
+
+    Raises:
+        LengthInputError: empty input, or the first bad value (with its index).
+        InvalidInputError: a string or a multi-dimensional array instead of lengths.
+    """
+    if isinstance(values, str | bytes):
+        raise InvalidInputError("lengths must be a sequence of ints, not a string")
+    if isinstance(values, np.ndarray):
+        array: npt.NDArray[np.generic] = values
+    else:
+        try:
+            array = np.asarray(values)
+        except (ValueError, TypeError, OverflowError):
+            array = np.asarray(values, dtype=object)
+        # numpy turns [True, 2] into ints and [1, "7"] into strings: judge such mixed
+        # lists by their own elements, so the first bad one is the one named.
+        if array.dtype.kind not in "iuf" or bool in set(map(type, values)):
+            array = np.empty(len(values), dtype=object)
+            array[:] = list(values)
+    if array.ndim != 1:
+        raise InvalidInputError(f"lengths must be one-dimensional, got shape {array.shape}")
+    if array.size == 0:
+        raise LengthInputError("no lengths: the input is empty")
+    kind = array.dtype.kind
+    if kind in "iu":
+        if kind == "u" and array.dtype.itemsize == 8 and int(array.max()) > _INT64_MAX:
+            index = int(np.argmax(array.astype(np.uint64) > np.uint64(_INT64_MAX)))
+            raise LengthInputError(
+                f"length {int(array[index])} does not fit in 64 bits", index=index
+            )
+        out = array.astype(np.int64, copy=True)
+        bad = out <= 0
+        if bad.any():
+            index = int(np.argmax(bad))
+            raise LengthInputError(
+                f"length must be a positive integer, got {int(out[index])}", index=index
+            )
+        return _read_only(out)
+    if kind == "f":
+        floats = array.astype(np.float64, copy=False)
+        with np.errstate(invalid="ignore"):
+            good = (
+                np.isfinite(floats)
+                & (floats == np.floor(floats))
+                & (floats >= 1)
+                & (floats <= 2.0**62)
+            )
+        if not good.all():
+            index = int(np.argmin(good))
+            reason = (
+                _bad_reason(float(floats[index]))
+                or f"length {float(floats[index])!r} is out of range"
+            )
+            raise LengthInputError(reason, index=index)
+        return _read_only(floats.astype(np.int64))
+    # bool, object, strings, complex: check value by value to name the first bad one.
+    items: list[object] = array.tolist() if kind != "O" else list(array)
+    checked: list[int] = []
+    for index, item in enumerate(items):
+        problem = _bad_reason(item)
+        if problem is not None:
+            raise LengthInputError(problem, index=index)
+        checked.append(int(cast("float", item)))  # _bad_reason accepted it: a whole number
+    return _read_only(np.array(checked, dtype=np.int64))
+
+
+@final
+@attrs.frozen(kw_only=True, eq=False, repr=False)
+class LengthInput:
+    """Validated sequence lengths with their optional sources, as read from a file.
+
+    ``lengths`` is a read-only ``int64`` array of positive lengths. ``source_codes``,
+    when the input named a source per record, holds each record's index into
+    ``source_names`` (in order of first appearance). ``path`` is the file the lengths
+    came from, when they came from one.
+    """
+
+    lengths: npt.NDArray[np.int64] = attrs.field(converter=as_lengths)
+    source_codes: npt.NDArray[np.int32] | None = None
+    source_names: tuple[str, ...] = ()
+    path: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        codes = self.source_codes
+        if codes is None:
+            if self.source_names:
+                raise InvalidInputError("source_names given without source_codes")
+            return
+        if codes.ndim != 1 or codes.shape[0] != self.lengths.shape[0]:
+            raise InvalidInputError(
+                f"source_codes must have one code per length ({self.lengths.shape[0]}), got shape {codes.shape}"
+            )
+        if codes.dtype != np.int32:
+            raise InvalidInputError(f"source_codes must be int32, got {codes.dtype}")
+        if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= len(self.source_names)):
+            raise InvalidInputError("source_codes must index into source_names")
+        codes.flags.writeable = False
+
+    def __len__(self) -> int:
+        return int(self.lengths.shape[0])
+
+    def __repr__(self) -> str:
+        sources = f", sources={len(self.source_names)}" if self.source_codes is not None else ""
+        path = f", path={self.path!r}" if self.path is not None else ""
+        return f"LengthInput(n={len(self)}{sources}{path})"
+
+    def sources(self) -> tuple[str, ...] | None:
+        """Each record's source name, or ``None`` when the input named no sources."""
+        if self.source_codes is None:
+            return None
+        names = self.source_names
+        codes: list[int] = self.source_codes.tolist()
+        return tuple(names[code] for code in codes)
+
+
+def _open_text(path: Path) -> TextIO:
+    """``path`` as text, gunzipped when it starts with the gzip magic bytes."""
+    with path.open("rb") as probe:
+        magic = probe.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return path.open("r", encoding="utf-8", newline="")
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        with _open_text(path) as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise
+    except (OSError, EOFError) as exc:
+        raise LengthInputError(f"cannot read the file: {exc}", path=str(path)) from None
+    except UnicodeDecodeError:
+        raise LengthInputError("the file is not UTF-8 text", path=str(path)) from None
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def _is_jsonl(lines: Sequence[str]) -> bool:
+    for line in lines:
+        stripped = line.strip()
+        if stripped:
+            return stripped.startswith("{")
+    return False
+
+
+def read_lengths(
+    path: str | os.PathLike[str],
+    *,
+    field: str = "length",
+    source_field: str | None = None,
+) -> LengthInput:
+    """Read sequence lengths from a text file (one length per line) or a JSONL file.
+
+    The format is told by content: a file whose first non-blank line starts with
+    ``{`` is JSONL, with the length in ``field`` of each record and, when
+    ``source_field`` is given, the record's source (a string or an int) in that field.
+    Any other file holds one integer per line. Gzipped files are read transparently.
+    Trailing blank lines are ignored; a blank line anywhere else is an error, as is
+    any line that is not a positive integer or a record missing a field.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        LengthInputError: an empty file, or the first bad line (with its number).
+    """
+    file = Path(path)
+    lines = _lines(file)
+    if not lines:
+        raise LengthInputError("no lengths: the file is empty", path=str(file))
+    if _is_jsonl(lines):
+        return _read_jsonl(file, lines, field=field, source_field=source_field)
+    if source_field is not None:
+        raise LengthInputError(
+            f"source_field={source_field!r} needs a JSONL file; this one holds one length per line",
+            path=str(file),
+        )
+    try:
+        values = list(map(int, lines))
+    except ValueError:
+        values = None
+    if values is not None and all(value > 0 for value in values):
+        return LengthInput(lengths=np.array(values, dtype=np.int64), path=str(file))
+    for number, line in enumerate(lines, start=1):
+        reason = _text_line_reason(line)
+        if reason is not None:
+            raise LengthInputError(reason, path=str(file), line=number)
+    raise AssertionError("unreachable: a bad line was not found")  # pragma: no cover
+
+
+def _text_line_reason(line: str) -> str | None:
+    stripped = line.strip()
+    if not stripped:
+        return "blank line (one length per line expected)"
+    try:
+        value = int(stripped)
+    except ValueError:
+        shown = stripped if len(stripped) <= 40 else stripped[:37] + "..."
+        return f"not an integer: {shown!r}"
+    return _bad_reason(value)
+
+
+def _records(file: Path, lines: Sequence[str]) -> Iterator[tuple[int, dict[str, object]]]:
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise LengthInputError(
+                "blank line (one JSON object per line expected)", path=str(file), line=number
+            )
+        try:
+            record: object = json.loads(line)
+        except ValueError as exc:
+            raise LengthInputError(
+                f"invalid JSON: {exc.args[0] if exc.args else exc}", path=str(file), line=number
+            ) from None
+        if not isinstance(record, dict):
+            raise LengthInputError(
+                f"expected a JSON object, got {type(record).__name__}", path=str(file), line=number
+            )
+        yield number, cast("dict[str, object]", record)
+
+
+def _source_name(value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+class _SourceCoder:
+    """Source names to dense int32 codes, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.values: list[int] = []
+
+    def add(self, name: str) -> None:
+        code = self.codes.setdefault(name, len(self.codes))
+        self.values.append(code)
+
+    def array(self) -> npt.NDArray[np.int32]:
+        return np.array(self.values, dtype=np.int32)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.codes)
+
+
+def _record_source(record: dict[str, object], source_field: str, file: Path, number: int) -> str:
+    if source_field not in record:
+        raise LengthInputError(f"record has no {source_field!r} field", path=str(file), line=number)
+    name = _source_name(record[source_field])
+    if name is None:
+        raise LengthInputError(
+            f"{source_field!r} must be a string or an int, got {type(record[source_field]).__name__}",
+            path=str(file),
+            line=number,
+        )
+    return name
+
+
+def _read_jsonl(
+    file: Path, lines: Sequence[str], *, field: str, source_field: str | None
+) -> LengthInput:
+    values: list[int] = []
+    coder = _SourceCoder() if source_field is not None else None
+    for number, record in _records(file, lines):
+        if field not in record:
+            raise LengthInputError(f"record has no {field!r} field", path=str(file), line=number)
+        value = record[field]
+        reason = _bad_reason(value)
+        if reason is not None:
+            raise LengthInputError(reason, path=str(file), line=number)
+        assert isinstance(value, int | float)  # _bad_reason accepted it
+        values.append(int(value))
+        if coder is not None and source_field is not None:
+            coder.add(_record_source(record, source_field, file, number))
+    return LengthInput(
+        lengths=np.array(values, dtype=np.int64),
+        source_codes=None if coder is None else coder.array(),
+        source_names=() if coder is None else coder.names(),
+        path=str(file),
+    )
+
+
+def _load_tokenizer(
+    tokenizer: PreTrainedTokenizerBase | str | os.PathLike[str],
+) -> PreTrainedTokenizerBase:
+    if not isinstance(tokenizer, str | os.PathLike):
+        return tokenizer
+    from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+    directory = Path(tokenizer)
+    if not directory.exists():
+        raise FileNotFoundError(f"tokenizer directory not found: {directory}")
+    loaded: object = AutoTokenizer.from_pretrained(  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        str(directory), local_files_only=True
+    )
+    if not isinstance(loaded, PreTrainedTokenizerBase):
+        raise InvalidInputError(f"{directory} does not hold a transformers tokenizer")
+    return loaded
+
+
+def _token_counts(
+    tokenizer: PreTrainedTokenizerBase, texts: list[str], *, add_special_tokens: bool
+) -> list[int]:
+    encoding = tokenizer(
+        texts,
+        add_special_tokens=add_special_tokens,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+    )
+    ids: object = encoding["input_ids"]
+    if not isinstance(ids, list) or len(ids) != len(texts):  # pyright: ignore[reportUnknownArgumentType]
+        raise InvalidInputError("the tokenizer did not return one input_ids list per text")
+    counts: list[int] = []
+    for row in ids:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(row, Sequence):
+            raise InvalidInputError("the tokenizer returned input_ids that are not lists")
+        counts.append(len(row))  # pyright: ignore[reportUnknownArgumentType]
+    return counts
+
+
+class _Progress:
+    """A one-line counter on stderr, shown only on a terminal (or when asked)."""
+
+    def __init__(self, total: int, *, enabled: bool | None) -> None:
+        self.total = total
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.done = 0
+
+    def advance(self, count: int) -> None:
+        self.done += count
+        if self.enabled:
+            share = self.done / self.total if self.total else 1.0
+            sys.stderr.write(f"\rtokenizing: {self.done:,}/{self.total:,} texts ({share:.0%})")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def tokenize_lengths(
+    path: str | os.PathLike[str],
+    tokenizer: PreTrainedTokenizerBase | str | os.PathLike[str],
+    *,
+    text_field: str = "text",
+    source_field: str | None = None,
+    batch_size: int = 1000,
+    add_special_tokens: bool = True,
+    progress: bool | None = None,
+) -> LengthInput:
+    """Token lengths of the texts in a JSONL file, with the caller's own tokenizer.
+
+    ``tokenizer`` is a loaded transformers tokenizer or a local directory holding one
+    (loaded with ``local_files_only=True``: nothing is fetched from a hub). Texts are
+    tokenized ``batch_size`` at a time; ``progress`` shows a counter on stderr (the
+    default shows it only when stderr is a terminal). A text that tokenizes to no
+    tokens is an error naming its line, since a zero length cannot be batched.
+
+    Raises:
+        FileNotFoundError: ``path`` or the tokenizer directory does not exist.
+        LengthInputError: an empty file, a bad line, a missing or non-string field.
+        InvalidInputError: a non-positive ``batch_size``.
+    """
+    if batch_size <= 0:
+        raise InvalidInputError(f"batch_size must be positive, got {batch_size}")
+    file = Path(path)
+    lines = _lines(file)
+    if not lines:
+        raise LengthInputError("no texts: the file is empty", path=str(file))
+    loaded = _load_tokenizer(tokenizer)
+    texts: list[str] = []
+    numbers: list[int] = []
+    coder = _SourceCoder() if source_field is not None else None
+    for number, record in _records(file, lines):
+        if text_field not in record:
+            raise LengthInputError(
+                f"record has no {text_field!r} field", path=str(file), line=number
+            )
+        text = record[text_field]
+        if not isinstance(text, str):
+            raise LengthInputError(
+                f"{text_field!r} must be a string, got {type(text).__name__}",
+                path=str(file),
+                line=number,
+            )
+        texts.append(text)
+        numbers.append(number)
+        if coder is not None and source_field is not None:
+            coder.add(_record_source(record, source_field, file, number))
+    counts: list[int] = []
+    bar = _Progress(len(texts), enabled=progress)
+    try:
+        for start in range(0, len(texts), batch_size):
+            chunk = texts[start : start + batch_size]
+            counts.extend(_token_counts(loaded, chunk, add_special_tokens=add_special_tokens))
+            bar.advance(len(chunk))
+    finally:
+        bar.close()
+    for number, count in zip(numbers, counts, strict=True):
+        if count <= 0:
+            raise LengthInputError("the text tokenizes to no tokens", path=str(file), line=number)
+    return LengthInput(
+        lengths=np.array(counts, dtype=np.int64),
+        source_codes=None if coder is None else coder.array(),
+        source_names=() if coder is None else coder.names(),
+        path=str(file),
+    )

@@ -1,0 +1,669 @@
+"""Length distribution, padding waste and cross-entropy chunk sizing, from the data alone.
+
+These probes run before a job: no GPU, no weights. Lengths come in as a sequence or
+array of ints, or as a :class:`~probewise.throughput.LengthInput` read from a file
+(:func:`read_lengths`, :func:`tokenize_lengths`); every value is validated at the
+boundary (:func:`as_lengths`) and one bad value rejects the whole input, naming where
+it is: nothing is silently dropped.
+
+Conventions
+-----------
+*Padded slots* are what a batch costs the model: a batch of ``k`` sequences padded
+to its longest, ``m``, occupies ``k * m`` token slots; a packed row occupies its full
+width. *Waste* is the share of slots that hold padding. *Attention work* counts the
+score matrix entries: ``len ** 2`` per real sequence (or per packed piece, under a
+block-diagonal mask) against ``k * m ** 2`` per padded batch, or ``T ** 2`` per packed
+row of width ``T`` with a full (non-block-diagonal) mask. Causal masking halves both
+sides alike, so the shares hold for causal attention too.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from typing import TypeAlias, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from probewise.errors import InvalidInputError
+from probewise.throughput._length_input import LengthInput, as_lengths
+
+__all__ = [
+    "BatchingMode",
+    "ChunkPlan",
+    "HistogramBin",
+    "LengthStats",
+    "Lengths",
+    "LogitsDtype",
+    "PaddingReport",
+    "ce_chunk_plan",
+    "lengths_array",
+    "padding_waste",
+]
+
+Lengths: TypeAlias = "Sequence[int] | npt.NDArray[np.generic] | LengthInput"
+"""What the length probes accept: ints, an int array, or a :class:`LengthInput`."""
+
+
+def lengths_array(lengths: Lengths) -> npt.NDArray[np.int64]:
+    """The validated, read-only ``int64`` array of ``lengths`` (see :func:`as_lengths`)."""
+    if isinstance(lengths, LengthInput):
+        return lengths.lengths
+    return as_lengths(lengths)
+
+
+def _non_negative(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 0:
+        raise InvalidInputError(f"{attribute.name} must be >= 0, got {value}")
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise InvalidInputError(f"{attribute.name} must be >= 1, got {value}")
+
+
+def _finite(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not math.isfinite(value):
+        raise InvalidInputError(f"{attribute.name} must be finite, got {value}")
+
+
+def _optional_positive(
+    _instance: object, attribute: attrs.Attribute[int | None], value: int | None
+) -> None:
+    if value is not None and value < 1:
+        raise InvalidInputError(f"{attribute.name} must be >= 1 or None, got {value}")
+
+
+# ---------------------------------------------------------------------------------------
+# Length distribution
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HistogramBin:
+    """Lengths ``lo <= length < hi`` and how many there are."""
+
+    lo: int = attrs.field(validator=_positive)
+    hi: int = attrs.field(validator=_positive)
+    count: int = attrs.field(validator=_non_negative)
+
+    def __attrs_post_init__(self) -> None:
+        if self.hi <= self.lo:
+            raise InvalidInputError(f"bin must have hi > lo, got [{self.lo}, {self.hi})")
+
+    def to_dict(self) -> dict[str, int]:
+        """A JSON-ready dict."""
+        return {"lo": self.lo, "hi": self.hi, "count": self.count}
+
+
+def _log_edges(lo: int, hi: int, bins_per_octave: int) -> npt.NDArray[np.int64]:
+    """Integer bin edges, geometric with ``bins_per_octave`` per doubling, covering [lo, hi]."""
+    k_lo = math.floor(math.log2(lo) * bins_per_octave)
+    k_hi = math.floor(math.log2(hi) * bins_per_octave) + 1
+    raw = np.round(2.0 ** (np.arange(k_lo, k_hi + 1) / bins_per_octave)).astype(np.int64)
+    edges = np.unique(raw)
+    # The first edge must not exceed the minimum and the last must exceed the maximum.
+    edges = edges[edges > 0]
+    if edges[0] > lo:
+        edges = np.concatenate([np.array([lo], dtype=np.int64), edges])
+    while edges[-1] <= hi:
+        edges = np.concatenate([edges, np.array([max(edges[-1] + 1, hi + 1)], dtype=np.int64)])
+    first = int(np.searchsorted(edges, lo, side="right")) - 1
+    last = int(np.searchsorted(edges, hi, side="right"))
+    return edges[first : last + 1]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LengthStats:
+    """Summary of a length distribution, with a histogram on log-spaced bins.
+
+    Percentiles use linear interpolation between order statistics (numpy's
+    default); ``std`` is the population standard deviation.
+    """
+
+    count: int = attrs.field(validator=_positive)
+    total_tokens: int = attrs.field(validator=_positive)
+    mean: float = attrs.field(validator=_finite)
+    std: float = attrs.field(validator=_finite)
+    min: int = attrs.field(validator=_positive)
+    max: int = attrs.field(validator=_positive)
+    p50: float = attrs.field(validator=_finite)
+    p90: float = attrs.field(validator=_finite)
+    p99: float = attrs.field(validator=_finite)
+    histogram: tuple[HistogramBin, ...]
+
+    def __attrs_post_init__(self) -> None:
+        if not self.min <= self.p50 <= self.p90 <= self.p99 <= self.max:
+            raise InvalidInputError("need min <= p50 <= p90 <= p99 <= max")
+        if sum(b.count for b in self.histogram) != self.count:
+            raise InvalidInputError("histogram counts must add up to count")
+
+    @classmethod
+    def of(cls, lengths: Lengths, *, bins_per_octave: int = 2) -> LengthStats:
+        """Statistics of ``lengths``; the histogram has ``bins_per_octave`` bins per doubling.
+
+        Raises :class:`~probewise.errors.LengthInputError` for bad lengths (empty,
+        zero, negative, NaN, non-integral), naming the first bad one.
+        """
+        if bins_per_octave < 1:
+            raise InvalidInputError(f"bins_per_octave must be >= 1, got {bins_per_octave}")
+        values = lengths_array(lengths)
+        lo, hi = int(values.min()), int(values.max())
+        edges = _log_edges(lo, hi, bins_per_octave)
+        counts = np.histogram(values, bins=edges)[0]
+        # np.histogram closes the last bin; our last edge is > max, so it is half-open too.
+        p50, p90, p99 = (float(p) for p in np.percentile(values, [50.0, 90.0, 99.0]))
+        return cls(
+            count=int(values.size),
+            total_tokens=int(values.sum()),
+            mean=float(values.mean()),
+            std=float(values.std()),
+            min=lo,
+            max=hi,
+            p50=p50,
+            p90=p90,
+            p99=p99,
+            histogram=tuple(
+                HistogramBin(lo=int(a), hi=int(b), count=int(c))
+                for a, b, c in zip(edges[:-1], edges[1:], counts, strict=True)
+            ),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "count": self.count,
+            "total_tokens": self.total_tokens,
+            "mean": self.mean,
+            "std": self.std,
+            "min": self.min,
+            "max": self.max,
+            "p50": self.p50,
+            "p90": self.p90,
+            "p99": self.p99,
+            "histogram": [b.to_dict() for b in self.histogram],
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Padding waste
+
+
+@enum.unique
+class BatchingMode(enum.Enum):
+    """How the sequences were put into batches for a :class:`PaddingReport`."""
+
+    EXPLICIT = "explicit"
+    """The caller's own batches (sequences of indices)."""
+    BATCH_SIZE = "batch_size"
+    """Consecutive runs of ``batch_size`` sequences in the given order (the last may be short)."""
+    TOKEN_BUDGET = "token_budget"
+    """Greedy in the given order: a batch grows while ``count * longest <= tokens_per_batch``."""
+    PACKED = "packed"
+    """Concatenated and cut into rows of ``pack_to`` tokens (sequences split across rows)."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class PaddingReport:
+    """Real tokens against the token slots a batching costs, and the attention work.
+
+    ``slot_tokens`` is what the model computes on (each batch padded to its longest
+    sequence, or each packed row at full width); ``waste_share`` is the padded share
+    of it and ``efficiency`` the real share (``1 - waste_share``). ``attention_real``
+    is the sum of ``len ** 2`` over real sequences (over packed pieces, for packing:
+    the block-diagonal mask's work), ``attention_slots`` the work of the padded
+    batches (``size * longest ** 2`` each) or of full packed rows (``T ** 2`` each).
+    """
+
+    mode: BatchingMode
+    n_sequences: int = attrs.field(validator=_non_negative)
+    """Sequences placed in a batch."""
+    n_batches: int = attrs.field(validator=_non_negative)
+    """Batches (rows, for packing)."""
+    real_tokens: int = attrs.field(validator=_non_negative)
+    slot_tokens: int = attrs.field(validator=_non_negative)
+    largest_batch_slots: int = attrs.field(validator=_non_negative)
+    """Token slots of the costliest batch: the logits a step must hold at once."""
+    attention_real: int = attrs.field(validator=_non_negative)
+    attention_slots: int = attrs.field(validator=_non_negative)
+    unbatched: int = attrs.field(default=0, validator=_non_negative)
+    """Sequences that no explicit batch contains (counted, never silently ignored)."""
+    oversize: int = attrs.field(default=0, validator=_non_negative)
+    """Sequences longer than ``tokens_per_batch`` (each given a batch of its own)."""
+    split_sequences: int = attrs.field(default=0, validator=_non_negative)
+    """Packed sequences cut across a row boundary."""
+    batch_size: int | None = attrs.field(default=None, validator=_optional_positive)
+    tokens_per_batch: int | None = attrs.field(default=None, validator=_optional_positive)
+    pack_to: int | None = attrs.field(default=None, validator=_optional_positive)
+
+    def __attrs_post_init__(self) -> None:
+        if self.slot_tokens < self.real_tokens:
+            raise InvalidInputError("slot_tokens must be >= real_tokens")
+        if self.attention_slots < self.attention_real:
+            raise InvalidInputError("attention_slots must be >= attention_real")
+
+    @property
+    def pad_tokens(self) -> int:
+        """Token slots holding padding."""
+        return self.slot_tokens - self.real_tokens
+
+    @property
+    def waste_share(self) -> float:
+        """Padded share of the token slots (0 when there are none)."""
+        return self.pad_tokens / self.slot_tokens if self.slot_tokens else 0.0
+
+    @property
+    def efficiency(self) -> float:
+        """Real share of the token slots (``1 - waste_share``)."""
+        return 1.0 - self.waste_share
+
+    @property
+    def attention_share(self) -> float:
+        """Real attention work over the work the batches cost (1 when there is none)."""
+        return self.attention_real / self.attention_slots if self.attention_slots else 1.0
+
+    @property
+    def real_tokens_per_batch(self) -> float:
+        """Mean real tokens per batch: the effective tokens per step."""
+        return self.real_tokens / self.n_batches if self.n_batches else 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict, derived figures included."""
+        return {
+            "mode": self.mode.value,
+            "n_sequences": self.n_sequences,
+            "n_batches": self.n_batches,
+            "real_tokens": self.real_tokens,
+            "slot_tokens": self.slot_tokens,
+            "pad_tokens": self.pad_tokens,
+            "waste_share": self.waste_share,
+            "efficiency": self.efficiency,
+            "largest_batch_slots": self.largest_batch_slots,
+            "real_tokens_per_batch": self.real_tokens_per_batch,
+            "attention_real": self.attention_real,
+            "attention_slots": self.attention_slots,
+            "attention_share": self.attention_share,
+            "unbatched": self.unbatched,
+            "oversize": self.oversize,
+            "split_sequences": self.split_sequences,
+            "batch_size": self.batch_size,
+            "tokens_per_batch": self.tokens_per_batch,
+            "pack_to": self.pack_to,
+        }
+
+
+def _batch_figures(
+    sorted_lengths: npt.NDArray[np.int64], starts: npt.NDArray[np.int64]
+) -> tuple[int, int, int, int]:
+    """(slot tokens, largest batch slots, attention real, attention slots) of contiguous batches.
+
+    ``sorted_lengths`` holds the lengths in batch order; batch ``b`` is
+    ``sorted_lengths[starts[b]:starts[b + 1]]``. Exact integer arithmetic (Python ints
+    for the squares' sums, which can pass 2**63 for long sequences).
+    """
+    if starts.size == 0:
+        return 0, 0, 0, 0
+    maxes = np.maximum.reduceat(sorted_lengths, starts)
+    sizes = np.diff(np.append(starts, sorted_lengths.size))
+    slots = sizes * maxes
+    attention_real = _exact_sum(sorted_lengths, sorted_lengths)
+    attention_slots = _exact_sum(slots, maxes)
+    return int(slots.sum()), int(slots.max()), attention_real, attention_slots
+
+
+def _exact_sum(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> int:
+    """``sum(a * b)`` exactly: int64 when it cannot overflow, Python ints otherwise."""
+    if float(np.dot(a.astype(np.float64), b.astype(np.float64))) < 2.0**62:
+        return int(np.dot(a, b))
+    return sum(int(x) * int(y) for x, y in zip(a.tolist(), b.tolist(), strict=True))
+
+
+def _explicit_batches(
+    values: npt.NDArray[np.int64], batches: Sequence[Sequence[int] | npt.NDArray[np.generic]]
+) -> PaddingReport:
+    n = values.size
+    pieces: list[npt.NDArray[np.int64]] = []
+    for number, batch in enumerate(batches):
+        indices = np.asarray(batch)
+        if indices.ndim != 1 or indices.size == 0:
+            raise InvalidInputError(f"batch {number} must be a non-empty 1-D sequence of indices")
+        if indices.dtype.kind not in "iu":
+            raise InvalidInputError(
+                f"batch {number} holds {indices.dtype} values; indices must be integers"
+            )
+        bad = np.flatnonzero((indices < 0) | (indices >= n))
+        if bad.size:
+            raise InvalidInputError(
+                f"batch {number} holds index {int(indices[bad[0]])}, outside 0..{n - 1}"
+            )
+        pieces.append(indices.astype(np.int64, copy=False))
+    if not pieces:
+        raise InvalidInputError("no batches given")
+    flat = np.concatenate(pieces)
+    seen = np.bincount(flat, minlength=n)
+    repeated = np.flatnonzero(seen > 1)
+    if repeated.size:
+        raise InvalidInputError(
+            f"index {int(repeated[0])} appears in more than one batch ({int(seen[repeated[0]])} "
+            "times); a batching places each sequence once (pass one epoch at a time)"
+        )
+    sizes = np.array([p.size for p in pieces], dtype=np.int64)
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)[:-1]])
+    ordered = values[flat]
+    slots, largest, att_real, att_slots = _batch_figures(ordered, starts)
+    return PaddingReport(
+        mode=BatchingMode.EXPLICIT,
+        n_sequences=int(flat.size),
+        n_batches=len(pieces),
+        real_tokens=int(ordered.sum()),
+        slot_tokens=slots,
+        largest_batch_slots=largest,
+        attention_real=att_real,
+        attention_slots=att_slots,
+        unbatched=int(n - flat.size),
+    )
+
+
+def _token_budget_starts(values: npt.NDArray[np.int64], budget: int) -> tuple[list[int], int]:
+    """Greedy batch starts under a padded-token budget, and the oversize count."""
+    starts: list[int] = []
+    oversize = 0
+    count = 0
+    longest = 0
+    for i, length in enumerate(values.tolist()):
+        if length > budget:
+            oversize += 1
+        grown = max(longest, length)
+        if count and (count + 1) * grown > budget:
+            starts.append(i)
+            count, longest = 1, length
+        else:
+            if not count:
+                starts.append(i)
+            count += 1
+            longest = grown
+    return starts, oversize
+
+
+def _packed(values: npt.NDArray[np.int64], width: int) -> PaddingReport:
+    ends = np.cumsum(values)
+    begins = ends - values
+    total = int(ends[-1])
+    rows = -(-total // width)
+    first_row = begins // width
+    last_row = (ends - 1) // width
+    split = first_row != last_row
+    # Pieces of a split sequence: the head in its first row, the tail in its last, and
+    # whole rows in between; unsplit sequences are one piece.
+    head = (first_row + 1) * width - begins
+    tail = ends - last_row * width
+    middle = np.maximum(last_row - first_row - 1, 0)
+    squares = np.where(split, head * head + tail * tail + middle * (width * width), values * values)
+    ones = np.ones_like(squares)
+    return PaddingReport(
+        mode=BatchingMode.PACKED,
+        n_sequences=int(values.size),
+        n_batches=rows,
+        real_tokens=total,
+        slot_tokens=rows * width,
+        largest_batch_slots=width,
+        attention_real=_exact_sum(squares, ones),
+        attention_slots=rows * width * width,
+        split_sequences=int(split.sum()),
+        pack_to=width,
+    )
+
+
+def padding_waste(
+    lengths: Lengths,
+    batches: Sequence[Sequence[int] | npt.NDArray[np.generic]] | None = None,
+    *,
+    batch_size: int | None = None,
+    tokens_per_batch: int | None = None,
+    pack_to: int | None = None,
+) -> PaddingReport:
+    """Padding waste of one batching of ``lengths``; give exactly one way to batch.
+
+    Args:
+        lengths: the sequence lengths (ints, an int array or a :class:`LengthInput`).
+        batches: the caller's batching: sequences of indices into ``lengths``. Each
+            sequence may appear in at most one batch; ones that appear in none are
+            counted in :attr:`PaddingReport.unbatched`.
+        batch_size: consecutive runs of this many sequences in the given order (the
+            last batch may be short, and is counted).
+        tokens_per_batch: greedy batches in the given order, each as large as fits
+            ``count * longest <= tokens_per_batch``; a longer sequence gets a batch of
+            its own and is counted in :attr:`PaddingReport.oversize`.
+        pack_to: concatenate the sequences in order and cut rows of this many tokens
+            (the usual ``group_texts`` packing): efficiency, split sequences, and
+            the attention work of a block-diagonal mask against full rows.
+
+    Raises:
+        LengthInputError: a bad length (naming the first).
+        InvalidInputError: no batching or more than one given, a bad index, or an
+            index in two batches.
+    """
+    given = sum(x is not None for x in (batches, batch_size, tokens_per_batch, pack_to))
+    if given != 1:
+        raise InvalidInputError(
+            f"give exactly one of batches, batch_size, tokens_per_batch or pack_to ({given} given)"
+        )
+    values = lengths_array(lengths)
+    if batches is not None:
+        return _explicit_batches(values, batches)
+    if pack_to is not None:
+        if pack_to < 1:
+            raise InvalidInputError(f"pack_to must be >= 1, got {pack_to}")
+        return _packed(values, pack_to)
+    if batch_size is not None:
+        if batch_size < 1:
+            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
+        starts = np.arange(0, values.size, batch_size, dtype=np.int64)
+        oversize = 0
+        mode = BatchingMode.BATCH_SIZE
+    else:
+        assert tokens_per_batch is not None
+        if tokens_per_batch < 1:
+            raise InvalidInputError(f"tokens_per_batch must be >= 1, got {tokens_per_batch}")
+        start_list, oversize = _token_budget_starts(values, tokens_per_batch)
+        starts = np.array(start_list, dtype=np.int64)
+        mode = BatchingMode.TOKEN_BUDGET
+    slots, largest, att_real, att_slots = _batch_figures(values, starts)
+    return PaddingReport(
+        mode=mode,
+        n_sequences=int(values.size),
+        n_batches=int(starts.size),
+        real_tokens=int(values.sum()),
+        slot_tokens=slots,
+        largest_batch_slots=largest,
+        attention_real=att_real,
+        attention_slots=att_slots,
+        oversize=oversize,
+        batch_size=batch_size,
+        tokens_per_batch=tokens_per_batch,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Cross-entropy chunk sizing
+
+
+@enum.unique
+class LogitsDtype(enum.Enum):
+    """The dtype the logits are held in."""
+
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return 4 if self is LogitsDtype.FLOAT32 else 2
+
+    @classmethod
+    def parse(cls, name: str) -> LogitsDtype:
+        """From ``"float32"``/``"fp32"``, ``"bfloat16"``/``"bf16"``, ``"float16"``/``"fp16"``."""
+        aliases = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
+        key = name.strip().lower().removeprefix("torch.")
+        try:
+            return cls(aliases.get(key, key))
+        except ValueError:
+            choices = ", ".join(m.value for m in cls)
+            raise InvalidInputError(
+                f"unknown logits dtype {name!r}; choose one of {choices}"
+            ) from None
+
+
+DEFAULT_EXTRA_BYTES_PER_LOGIT = 8
+"""Bytes per logit element beyond the logits and their gradient, when none is measured.
+
+An fp32 upcast (4) and the fp32 softmax / gradient it feeds (4): for bf16 logits,
+``2 + 2 + 8 = 12`` bytes per element, close to the 12.3 measured for HF's
+causal-LM loss. Measure your own loss with :func:`measure_bytes_per_logit`.
+"""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ChunkPlan:
+    """How many tokens' logits fit a memory budget at once, and how many chunks that makes.
+
+    ``peak_bytes_unchunked`` is ``tokens * vocab_size * bytes_per_logit``: the loss's
+    peak if the whole logits tensor is live at once; ``peak_bytes_chunked`` the same
+    for one chunk of ``chunk_tokens``.
+    """
+
+    tokens: int = attrs.field(validator=_positive)
+    vocab_size: int = attrs.field(validator=_positive)
+    logits_dtype: LogitsDtype
+    bytes_per_logit: float = attrs.field(validator=_finite)
+    bytes_per_logit_measured: bool
+    """False when ``bytes_per_logit`` is the documented default rather than the caller's figure."""
+    budget_bytes: int = attrs.field(validator=_positive)
+    chunk_tokens: int = attrs.field(validator=_positive)
+    n_chunks: int = attrs.field(validator=_positive)
+
+    def __attrs_post_init__(self) -> None:
+        if self.bytes_per_logit <= 0:
+            raise InvalidInputError(f"bytes_per_logit must be > 0, got {self.bytes_per_logit}")
+        if self.chunk_tokens > self.tokens:
+            raise InvalidInputError("chunk_tokens must be <= tokens")
+        if self.n_chunks != -(-self.tokens // self.chunk_tokens):
+            raise InvalidInputError("n_chunks must be ceil(tokens / chunk_tokens)")
+
+    @property
+    def logit_elements(self) -> int:
+        """``tokens * vocab_size``."""
+        return self.tokens * self.vocab_size
+
+    @property
+    def logits_bytes(self) -> int:
+        """The logits tensor alone, in ``logits_dtype``."""
+        return self.logit_elements * self.logits_dtype.itemsize
+
+    @property
+    def peak_bytes_unchunked(self) -> int:
+        """Loss peak with every token's logits live at once."""
+        return math.ceil(self.logit_elements * self.bytes_per_logit)
+
+    @property
+    def peak_bytes_chunked(self) -> int:
+        """Loss peak for one chunk of ``chunk_tokens``."""
+        return math.ceil(self.chunk_tokens * self.vocab_size * self.bytes_per_logit)
+
+    @property
+    def fits_unchunked(self) -> bool:
+        """Whether no chunking is needed."""
+        return self.peak_bytes_unchunked <= self.budget_bytes
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict, derived figures included."""
+        return {
+            "tokens": self.tokens,
+            "vocab_size": self.vocab_size,
+            "logits_dtype": self.logits_dtype.value,
+            "bytes_per_logit": self.bytes_per_logit,
+            "bytes_per_logit_measured": self.bytes_per_logit_measured,
+            "budget_bytes": self.budget_bytes,
+            "logit_elements": self.logit_elements,
+            "logits_bytes": self.logits_bytes,
+            "chunk_tokens": self.chunk_tokens,
+            "n_chunks": self.n_chunks,
+            "peak_bytes_unchunked": self.peak_bytes_unchunked,
+            "peak_bytes_chunked": self.peak_bytes_chunked,
+            "fits_unchunked": self.fits_unchunked,
+        }
+
+
+def ce_chunk_plan(
+    tokens: int,
+    vocab_size: int,
+    *,
+    budget_bytes: int,
+    logits_dtype: LogitsDtype | str = LogitsDtype.BFLOAT16,
+    bytes_per_logit: float | None = None,
+    multiple_of: int = 1,
+) -> ChunkPlan:
+    """The largest chunk of tokens whose loss fits ``budget_bytes``, and the chunk count.
+
+    Args:
+        tokens: tokens whose logits the loss sees in one step (e.g. a batch's slots).
+        vocab_size: the logits' last dimension.
+        budget_bytes: memory the loss may use at once.
+        logits_dtype: dtype of the logits (a :class:`LogitsDtype` or its name).
+        bytes_per_logit: peak bytes per logit element of *your* loss, forward plus
+            backward, as :func:`measure_bytes_per_logit` measures it. ``None`` takes
+            ``2 * itemsize + DEFAULT_EXTRA_BYTES_PER_LOGIT`` (logits, their gradient,
+            an fp32 upcast and what it feeds: 12 bytes for bf16, 16 for fp32) and the
+            plan says it was not measured.
+        multiple_of: round the chunk down to a multiple of this (e.g. 8 for tensor
+            cores), unless that would make it zero.
+
+    Raises:
+        InvalidInputError: non-positive arguments, or a budget below one token's
+            logits (no chunk size can fit).
+    """
+    for name, value in (("tokens", tokens), ("vocab_size", vocab_size)):
+        if value < 1:
+            raise InvalidInputError(f"{name} must be >= 1, got {value}")
+    if budget_bytes < 1:
+        raise InvalidInputError(f"budget_bytes must be >= 1, got {budget_bytes}")
+    if multiple_of < 1:
+        raise InvalidInputError(f"multiple_of must be >= 1, got {multiple_of}")
+    dtype = (
+        logits_dtype if isinstance(logits_dtype, LogitsDtype) else LogitsDtype.parse(logits_dtype)
+    )
+    measured = bytes_per_logit is not None
+    per_element = (
+        float(bytes_per_logit)
+        if bytes_per_logit is not None
+        else float(2 * dtype.itemsize + DEFAULT_EXTRA_BYTES_PER_LOGIT)
+    )
+    if not (math.isfinite(per_element) and per_element > 0):
+        raise InvalidInputError(f"bytes_per_logit must be finite and > 0, got {bytes_per_logit}")
+    per_token = vocab_size * per_element
+    fit = math.floor(budget_bytes / per_token)
+    if fit < 1:
+        raise InvalidInputError(
+            f"a budget of {budget_bytes} bytes holds no token's logits: one token needs "
+            f"{math.ceil(per_token)} bytes ({vocab_size} x {per_element:g} bytes per logit)"
+        )
+    chunk = min(fit, tokens)
+    if chunk < tokens and chunk >= multiple_of:
+        chunk -= chunk % multiple_of
+    return ChunkPlan(
+        tokens=tokens,
+        vocab_size=vocab_size,
+        logits_dtype=dtype,
+        bytes_per_logit=per_element,
+        bytes_per_logit_measured=measured,
+        budget_bytes=budget_bytes,
+        chunk_tokens=chunk,
+        n_chunks=-(-tokens // chunk),
+    )
