@@ -31,6 +31,7 @@ from probewise.responses.outcome import (
 from probewise.responses.rubric import Rubric, Rule
 from probewise.responses.sealed import Sealed
 from probewise.responses.tally import ArmTally, Proportion
+from probewise.throughput._ce_memory import LogitMemory, measure_bytes_per_logit
 from probewise.throughput._length_input import (
     LengthInput,
     as_lengths,
@@ -120,6 +121,7 @@ __all__ = [
     "LengthInputError",
     "LengthStats",
     "Lengths",
+    "LogitMemory",
     "LogitsDtype",
     "Outcome",
     "PaddingReport",
@@ -143,6 +145,7 @@ __all__ = [
     "ce_chunk_plan",
     "classify",
     "compare_arms",
+    "measure_bytes_per_logit",
     "megabatch_batches",
     "normalise",
     "padding_waste",

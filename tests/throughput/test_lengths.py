@@ -438,7 +438,7 @@ def test_chunk_plan_sizes_chunk_to_budget() -> None:
     assert plan.peak_bytes_unchunked == math.ceil(2**32 * 12.3)
     assert not plan.fits_unchunked
     default = ce_chunk_plan(1000, 100, budget_bytes=10**9)
-    assert default.bytes_per_logit == 12.0
+    assert default.bytes_per_logit == 14.0
     assert not default.bytes_per_logit_measured
     assert (
         ce_chunk_plan(1000, 100, budget_bytes=10**9, logits_dtype="float32").bytes_per_logit == 16.0

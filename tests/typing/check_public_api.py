@@ -39,6 +39,7 @@ from probewise import (
     LengthInput,
     LengthInputError,
     LengthStats,
+    LogitMemory,
     LogitsDtype,
     Outcome,
     PaddingReport,
@@ -55,6 +56,7 @@ from probewise import (
     ce_chunk_plan,
     classify,
     compare_arms,
+    measure_bytes_per_logit,
     padding_waste,
     read_chrome_traces,
     read_lengths,
@@ -175,6 +177,9 @@ def lengths(path: str) -> None:
     assert_type(plan, ChunkPlan)
     assert_type(plan.logits_dtype, LogitsDtype)
     assert_type(plan.n_chunks, int)
+    memory = measure_bytes_per_logit(lambda logits, labels: logits.sum(), vocab_size=64, tokens=8)
+    assert_type(memory, LogitMemory)
+    assert_type(memory.bytes_per_logit, float)
     sweep = sweep_buckets(data, batch_size=8, bucket_sizes=[64, 256])
     assert_type(sweep, BucketSweep)
     assert_type(sweep.rows, tuple[BucketRow, ...])

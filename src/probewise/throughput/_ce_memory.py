@@ -1,0 +1,290 @@
+"""How many bytes per logit element a cross-entropy loss holds at its peak, measured.
+
+:func:`measure_bytes_per_logit` runs the caller's own loss function (never a copy of
+it) on CPU, on random logits at a shrunken vocabulary and token count, and tracks the
+live tensor storage bytes through every aten op the forward and backward dispatch.
+The peak, divided by the number of logit elements, is the ``bytes_per_logit`` a
+:class:`~probewise.throughput.ChunkPlan` scales up to the real vocabulary and length.
+
+Conventions
+-----------
+*Live bytes* are the bytes of the distinct untyped storages alive at a moment: a view
+shares its base's storage and adds nothing. A storage counts from the op that returns
+it until the last reference to it goes (a weak reference's callback says when). The
+logits and labels, made before the loss is called, count from the start: the peak is
+what is *resident*, logits included. For HF's causal-LM loss on bf16 logits the
+forward holds ``2`` (logits) ``+ 4`` (fp32 upcast) ``+ 4`` (log-softmax) bytes per
+element; the peak comes in the backward, once the upcast is gone, at the log-softmax
+backward: ``2`` (logits) ``+ 4`` (saved log-softmax) ``+ 4`` (gradient from the NLL)
+``+ 4`` (its output), 14 bytes per element. Scratch memory a kernel allocates and frees inside one op is not seen, nor
+is allocator rounding; the elementwise memory of a CE loss grows with the number of
+logits, so the ratio carries over to the full size.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import weakref
+from collections.abc import Callable
+from typing import cast, final
+
+import attrs
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from probewise.errors import InvalidInputError
+from probewise.throughput.lengths import LogitsDtype
+
+__all__ = ["LogitMemory", "measure_bytes_per_logit"]
+
+_TORCH_DTYPES: dict[LogitsDtype, torch.dtype] = {
+    LogitsDtype.FLOAT32: torch.float32,
+    LogitsDtype.BFLOAT16: torch.bfloat16,
+    LogitsDtype.FLOAT16: torch.float16,
+}
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise InvalidInputError(f"{attribute.name} must be >= 1, got {value}")
+
+
+def _finite_non_negative(
+    _instance: object, attribute: attrs.Attribute[float], value: float
+) -> None:
+    if not (math.isfinite(value) and value >= 0.0):
+        raise InvalidInputError(f"{attribute.name} must be finite and >= 0, got {value}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LogitMemory:
+    """The measured peak of one loss function, and that peak per logit element.
+
+    ``tokens`` counts every token measured (``batch * tokens`` of the call);
+    ``peak_bytes`` is the most live tensor storage seen at once, the logits and
+    labels included; ``logits_bytes`` is ``tokens * vocab_size * itemsize`` and
+    ``bytes_per_logit`` is ``peak_bytes / (tokens * vocab_size)``.
+    """
+
+    vocab_size: int = attrs.field(validator=_positive)
+    tokens: int = attrs.field(validator=_positive)
+    logits_dtype: LogitsDtype = attrs.field(validator=attrs.validators.instance_of(LogitsDtype))
+    backward: bool
+    peak_bytes: int = attrs.field(validator=_positive)
+    logits_bytes: int = attrs.field(validator=_positive)
+    bytes_per_logit: float = attrs.field(validator=_finite_non_negative)
+
+    def __attrs_post_init__(self) -> None:
+        expected = self.tokens * self.vocab_size * self.logits_dtype.itemsize
+        if self.logits_bytes != expected:
+            raise InvalidInputError(
+                f"logits_bytes must be tokens * vocab_size * itemsize = {expected}, "
+                f"got {self.logits_bytes}"
+            )
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict; the dtype as its name (e.g. ``"bfloat16"``)."""
+        return {
+            "vocab_size": self.vocab_size,
+            "tokens": self.tokens,
+            "logits_dtype": self.logits_dtype.value,
+            "backward": self.backward,
+            "peak_bytes": self.peak_bytes,
+            "logits_bytes": self.logits_bytes,
+            "bytes_per_logit": self.bytes_per_logit,
+        }
+
+
+class _LiveBytes(TorchDispatchMode):
+    """Sums the bytes of the distinct storages alive, and remembers the most seen.
+
+    Each storage is keyed by its ``id``; a weak reference to it, with a callback,
+    drops it when the storage dies. Storages keep their Python object for as long as
+    the C++ storage lives, so the callback fires on the real free, not on the Python
+    wrapper going out of scope, and a later storage cannot reuse a live key.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+        self._live: dict[int, tuple[weakref.ref[torch.UntypedStorage], int]] = {}
+        self.current = 0
+        self.peak = 0
+
+    def track(self, tensor: torch.Tensor) -> None:
+        """Count ``tensor``'s storage if it is new (or grew), and update the peak."""
+        storage = tensor.untyped_storage()
+        nbytes = storage.nbytes()
+        key = id(storage)
+        seen = self._live.get(key)
+        if seen is not None:
+            ref, old = seen
+            if nbytes != old:  # resized in place (an ``out=`` op, ``resize_``)
+                self._live[key] = (ref, nbytes)
+                self.current += nbytes - old
+        elif nbytes > 0:
+
+            def free(_ref: weakref.ref[torch.UntypedStorage], key: int = key) -> None:
+                self._free(key)
+
+            ref = weakref.ref(storage, free)
+            self._live[key] = (ref, nbytes)
+            self.current += nbytes
+        self.peak = max(self.peak, self.current)
+
+    def close(self) -> None:
+        """Stop following frees: drops the weak references, so no callback fires later."""
+        self._live.clear()
+
+    def _free(self, key: int) -> None:
+        _ref, nbytes = self._live.pop(key)
+        self.current -= nbytes
+
+    def __torch_dispatch__(
+        self,
+        func: torch._ops.OpOverload,
+        types: tuple[type, ...],
+        args: tuple[object, ...] = (),
+        kwargs: dict[str, object] | None = None,
+    ) -> object:
+        out: object = func(*args, **(kwargs or {}))
+        for leaf in tree_leaves(out):
+            if isinstance(leaf, torch.Tensor):
+                self.track(leaf)
+        return out
+
+
+def _peak_once(
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    shape: tuple[int, int, int],
+    dtype: LogitsDtype,
+    backward: bool,
+    seed: int,
+) -> int:
+    """One tracked run of ``loss_fn``: the peak live tensor bytes."""
+    batch, tokens, vocab_size = shape
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, vocab_size, (batch, tokens), generator=generator)
+    logits = (
+        torch.randn((batch, tokens, vocab_size), generator=generator)
+        .to(_TORCH_DTYPES[dtype])
+        .requires_grad_()
+    )
+
+    tracker = _LiveBytes()
+    tracker.track(logits)
+    tracker.track(labels)
+    # Frees are seen by reference counting; a cycle collection mid-call would move
+    # them, so the collector is off while the loss runs. (Garbage made before the call
+    # holds no tracked storage, so it need not be collected first.)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with tracker:
+            # Typed as a tensor, but a caller's function may return anything.
+            loss = cast(object, loss_fn(logits, labels))
+            if not isinstance(loss, torch.Tensor):
+                raise InvalidInputError(
+                    f"loss_fn must return a scalar tensor, got {type(loss).__name__}"
+                )
+            if loss.dim() != 0:
+                raise InvalidInputError(
+                    f"loss_fn must return a scalar tensor, got shape {tuple(loss.shape)}: "
+                    "reduce it (e.g. reduction='mean')"
+                )
+            if backward:
+                if not loss.requires_grad:
+                    raise InvalidInputError(
+                        "loss_fn returned a tensor that does not require grad: "
+                        "it must be computed from the logits for backward=True"
+                    )
+                torch.autograd.backward(loss)  # what ``loss.backward()`` calls, but typed
+                if logits.grad is not None:
+                    tracker.track(logits.grad)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+        peak = tracker.peak
+        tracker.close()
+    return peak
+
+
+def measure_bytes_per_logit(
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    vocab_size: int = 2048,
+    tokens: int = 512,
+    batch: int = 1,
+    logits_dtype: LogitsDtype | str = LogitsDtype.BFLOAT16,
+    backward: bool = True,
+    seed: int = 0,
+) -> LogitMemory:
+    """Peak live tensor bytes per logit element of ``loss_fn``, forward (and backward).
+
+    ``loss_fn(logits, labels)`` is called twice on CPU (the first a warm-up, not
+    reported: see the comment in the code) with ``logits`` a leaf of shape
+    ``(batch, tokens, vocab_size)`` in ``logits_dtype`` that requires grad, and
+    ``labels`` an ``int64`` tensor of shape ``(batch, tokens)`` drawn uniformly from
+    ``[0, vocab_size)``; both are seeded by ``seed``. It must return a scalar tensor;
+    with ``backward`` its ``.backward()`` runs inside the measurement too, and the
+    gradient of the logits counts. The same call gives the same ``peak_bytes``.
+
+    Args:
+        loss_fn: The caller's loss, run as is (e.g. a wrapper around HF's
+            ``ForCausalLMLoss`` that passes ``vocab_size``).
+        vocab_size: Vocabulary size to measure at (``>= 2``).
+        tokens: Tokens per row (``>= 1``).
+        batch: Rows (``>= 1``).
+        logits_dtype: The logits' dtype, a :class:`LogitsDtype` or its name
+            (``"bf16"``, ``"fp16"``, ``"fp32"``, ...).
+        backward: Run the backward pass as well.
+        seed: Seeds the random logits and labels.
+
+    Returns:
+        The peak and its ratio to the number of logit elements.
+
+    Raises:
+        InvalidInputError: For a bad argument, or when ``loss_fn`` returns anything
+            but a scalar tensor (or, with ``backward``, one that does not require
+            grad). Errors raised by ``loss_fn`` itself propagate unchanged.
+    """
+    for name, value, least in (
+        ("vocab_size", vocab_size, 2),
+        ("tokens", tokens, 1),
+        ("batch", batch, 1),
+        ("seed", seed, 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidInputError(f"{name} must be an int, got {value!r}")
+        if value < least:
+            raise InvalidInputError(f"{name} must be >= {least}, got {value}")
+    dtype = LogitsDtype.parse(logits_dtype) if isinstance(logits_dtype, str) else logits_dtype
+    if not isinstance(dtype, LogitsDtype):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise InvalidInputError(f"logits_dtype must be a LogitsDtype or str, got {dtype!r}")
+
+    # Twice, reporting the second: the first call in a process runs one-time work
+    # (torch imports torch._dynamo on a dispatch mode's first use, and a caller's loss
+    # may compile or cache). Exceptions caught inside such imports leave reference
+    # cycles through the stack's frames, which keep the loss's temporaries (an fp32
+    # upcast: 4 bytes per element) alive until a cycle collection; the collector is
+    # off while measuring, so a first call alone read 18 bytes per element for HF's
+    # loss where every later call reads 14. The steady state is what a training step
+    # sees.
+    shape = (batch, tokens, vocab_size)
+    _peak_once(loss_fn, shape=shape, dtype=dtype, backward=backward, seed=seed)
+    gc.collect()
+    peak = _peak_once(loss_fn, shape=shape, dtype=dtype, backward=backward, seed=seed)
+
+    elements = batch * tokens * vocab_size
+    return LogitMemory(
+        vocab_size=vocab_size,
+        tokens=batch * tokens,
+        logits_dtype=dtype,
+        backward=backward,
+        peak_bytes=peak,
+        logits_bytes=elements * dtype.itemsize,
+        bytes_per_logit=peak / elements,
+    )
