@@ -79,3 +79,126 @@ def test_kernels_printed_table(shared_fixtures: Path, capsys: pytest.CaptureFixt
     assert main(["kernels", str(table), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["kernel_us"] == 1763.0
+
+
+def _lengths_file(tmp_path: Path) -> Path:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    values = rng.lognormal(6, 1, 3000).astype(int) + 1
+    path = tmp_path / "lengths.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"length": int(v), "src": "abc"[i % 3]}) + "\n" for i, v in enumerate(values)
+        )
+    )
+    return path
+
+
+def test_lengths_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _lengths_file(tmp_path)
+    argv = ["lengths", str(path), "--source-field", "src", "--batch-size", "16"]
+    argv += ["--sweep", "16,256,4096", "--vocab", "16384", "--budget", "1GiB"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "3,000 sequences" in out
+    assert "3 sources" in out
+    assert "length histogram" in out
+    assert "padding (batches of 16, in file order)" in out
+    assert "megabatch (HF)" in out
+    assert out.count("length buckets") == 3
+    assert "least waste: width 16" in out
+    assert "CE chunk plan (vocab 16,384, bfloat16 logits, 14 bytes per logit" in out
+
+
+def test_lengths_json_matches_the_library(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise import ce_chunk_plan, padding_waste, read_lengths, sweep_buckets
+
+    path = _lengths_file(tmp_path)
+    argv = ["lengths", str(path), "--tokens-per-batch", "8192", "--json"]
+    argv += ["--vocab", "32000", "--budget", "512MiB", "--bytes-per-logit", "12.3"]
+    assert main(argv) == 0
+    document = json.loads(capsys.readouterr().out)
+    data = read_lengths(path)
+    report = padding_waste(data, tokens_per_batch=8192)
+    assert document["padding"] == report.to_dict()
+    plan = ce_chunk_plan(
+        report.largest_batch_slots, 32000, budget_bytes=512 << 20, bytes_per_logit=12.3
+    )
+    assert document["ce_plan"] == plan.to_dict()
+    assert document["stats"]["count"] == 3000
+    assert document["sweep"] is None
+    assert main(["lengths", str(path), "--batch-size", "8", "--sweep", "64,512", "--json"]) == 0
+    swept = json.loads(capsys.readouterr().out)
+    assert swept["sweep"] == sweep_buckets(data, batch_size=8, bucket_sizes=[64, 512]).to_dict()
+
+
+def test_lengths_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    path = _lengths_file(tmp_path)
+    out_png = tmp_path / "sweep.png"
+    argv = [
+        "lengths",
+        str(path),
+        "--batch-size",
+        "16",
+        "--sweep",
+        "64,1024",
+        "--plot",
+        str(out_png),
+    ]
+    assert main(argv) == 0
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot written to {out_png}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--sweep", "64"], "--sweep needs --batch-size"),
+        (["--batch-size", "4", "--sweep", "a,b"], "comma-separated"),
+        (["--vocab", "100"], "both --vocab and --budget"),
+        (["--vocab", "100", "--budget", "1GiB"], "tokens per step"),
+        (["--vocab", "100", "--budget", "eight", "--ce-tokens", "9"], "as a size"),
+        (["--logits-dtype", "int4"], "unknown logits dtype"),
+        (["--batch-size", "0"], "batch_size must be >= 1"),
+    ],
+)
+def test_lengths_bad_arguments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    path = tmp_path / "l.txt"
+    path.write_text("5\n9\n")
+    assert main(["lengths", str(path), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("probewise lengths: error:")
+    assert message in err
+
+
+def test_lengths_bad_file_names_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "l.jsonl"
+    path.write_text('{"length": 5}\n{"length": 0}\n')
+    assert main(["lengths", str(path)]) == 2
+    assert f"{path}:2" in capsys.readouterr().err
+    assert main(["lengths", str(tmp_path / "missing.txt")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("8GiB", 8 << 30),
+        ("512 MiB", 512 << 20),
+        ("2e9", 2 * 10**9),
+        ("1.5G", 3 << 29),
+        ("10GB", 10**10),
+    ],
+)
+def test_budget_units(text: str, expected: int) -> None:
+    from probewise._cli_lengths import parse_bytes
+
+    assert parse_bytes(text) == expected

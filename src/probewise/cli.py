@@ -19,7 +19,11 @@ from probewise.errors import ProbewiseError
 
 __all__ = ["build_parser", "main"]
 
-_SUBCOMMAND_MODULES: tuple[str, ...] = ("probewise._cli_demo", "probewise._cli_kernels")
+_SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "probewise._cli_demo",
+    "probewise._cli_kernels",
+    "probewise._cli_lengths",
+)
 
 Handler = Callable[[argparse.Namespace], int]
 
