@@ -202,3 +202,13 @@ def test_budget_units(text: str, expected: int) -> None:
     from probewise._cli_lengths import parse_bytes
 
     assert parse_bytes(text) == expected
+
+
+def test_import_probewise_stays_light() -> None:
+    # DESIGN: torch and transformers are imported only where a module needs them.
+    import subprocess
+    import sys
+
+    code = "import sys, probewise; print(sorted(m for m in ('torch', 'transformers', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
