@@ -212,3 +212,61 @@ def test_import_probewise_stays_light() -> None:
     code = "import sys, probewise; print(sorted(m for m in ('torch', 'transformers', 'matplotlib') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_fit_tables_and_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fit", "512:0.11", "1024:0.25", "2048:0.61", "4096:1.7"]) == 0
+    out = capsys.readouterr().out
+    assert "4 points at 4 lengths, 512..4,096 tokens" in out
+    assert "dof 1" in out
+    assert "1 x 4,096 tokens vs 2 x 2,048" in out
+    assert main(["fit", "512:0.11", "1024:0.25", "2048:0.61"]) == 0
+    assert "exactly determined" in capsys.readouterr().out
+
+
+def test_fit_json_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from probewise import ScalingFit, ScalingPoint
+
+    csv_path = tmp_path / "steps.csv"
+    csv_path.write_text("length,seconds,batch\n512,0.21,2\n1024,0.5,2\n\n2048,1.2,2\n")
+    assert (
+        main(["fit", str(csv_path), "4096:1.7", "--json", "--loss", "soft_l1", "--at", "8192"]) == 0
+    )
+    document = json.loads(capsys.readouterr().out)
+    points = [ScalingPoint(512, 0.21, 2), ScalingPoint(1024, 0.5, 2), ScalingPoint(2048, 1.2, 2)]
+    expected = ScalingFit.fit([*points, ScalingPoint(4096, 1.7)], loss="soft_l1").to_dict()
+    assert {k: document[k] for k in expected} == expected
+    assert document["shares_at"]["length"] == 8192
+    assert any("extrapolation" in w for w in document["warnings"])
+
+
+def test_fit_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out_png = tmp_path / "fit.png"
+    assert (
+        main(["fit", "512:0.11", "1024:0.25", "2048:0.61", "4096:1.7", "--plot", str(out_png)]) == 0
+    )
+    assert out_png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["512:0.11", "1024:0.25"], "at least three distinct lengths, got 2"),
+        (["512:0.11", "1024:fast", "2048:1"], "LENGTH:SECONDS"),
+        (["512:0", "1024:1", "2048:2"], "seconds must be finite and > 0"),
+        (["512:1:2:3"], "LENGTH:SECONDS"),
+        (["missing.csv"], "neither LENGTH:SECONDS nor a CSV file"),
+        (["512:1", "1024:2", "2048:3", "--batch", "0"], "--batch must be >= 1"),
+    ],
+)
+def test_fit_bad_input(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(["fit", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_fit_csv_bad_line_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv_path = tmp_path / "steps.csv"
+    csv_path.write_text("512,0.1\n1024,-1\n")
+    assert main(["fit", str(csv_path)]) == 2
+    assert f"{csv_path}:2" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The PNG behind ``probewise lengths --plot``: the length histogram and the bucket sweep.
+"""The PNGs behind ``--plot``: lengths (histogram, bucket sweep) and the scaling fit.
 
 matplotlib is an optional extra (``probewise[plot]``), imported only here and only
 when a plot is asked for.
@@ -11,22 +11,47 @@ when a plot is asked for.
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from probewise.errors import InvalidInputError
 from probewise.throughput.buckets import BucketSweep
 from probewise.throughput.lengths import LengthStats
+from probewise.throughput.scaling import ScalingFit, ScalingPoint
 
-__all__ = ["plot_lengths"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["plot_fit", "plot_lengths"]
 
 
-def plot_lengths(path: Path, stats: LengthStats, sweep: BucketSweep | None) -> None:
-    """Write the histogram (and, with a sweep, waste against bucket width) to ``path``."""
+def _pyplot() -> ModuleType:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend, or a clear error."""
     try:
         import matplotlib as mpl
     except ImportError:
         raise InvalidInputError("--plot needs matplotlib: pip install 'probewise[plot]'") from None
     mpl.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(figure: Figure, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    try:
+        figure.savefig(path, dpi=120)
+    except OSError as error:
+        raise InvalidInputError(f"cannot write the plot to {path}: {error.strerror}") from None
+    finally:
+        plt.close(figure)
+
+
+def plot_lengths(path: Path, stats: LengthStats, sweep: BucketSweep | None) -> None:
+    """Write the histogram (and, with a sweep, waste against bucket width) to ``path``."""
+    plt = _pyplot()
 
     panels = 1 if sweep is None else 2
     figure, axes = plt.subplots(1, panels, figsize=(6.0 * panels, 4.0), squeeze=False)
@@ -39,13 +64,7 @@ def plot_lengths(path: Path, stats: LengthStats, sweep: BucketSweep | None) -> N
     left.set_title(f"{stats.count:,} sequences, p50 {stats.p50:,.0f}, p99 {stats.p99:,.0f}")
     if sweep is not None:
         _plot_sweep(axes[0][1], sweep)
-    figure.tight_layout()
-    try:
-        figure.savefig(path, dpi=120)
-    except OSError as error:
-        raise InvalidInputError(f"cannot write the plot to {path}: {error.strerror}") from None
-    finally:
-        plt.close(figure)
+    _save(figure, path)
 
 
 def _plot_sweep(ax: object, sweep: BucketSweep) -> None:
@@ -64,3 +83,37 @@ def _plot_sweep(ax: object, sweep: BucketSweep) -> None:
     ax.set_ylim(bottom=0)
     ax.set_title(f"bucket sweep, batch size {sweep.batch_size}")
     ax.legend()
+
+
+def plot_fit(path: Path, fit: ScalingFit, points: list[ScalingPoint]) -> None:
+    """Write the points, the fitted curve and its three terms (batch 1) to ``path``."""
+    plt = _pyplot()
+    import numpy as np
+
+    figure, ax = plt.subplots(figsize=(6.5, 4.5))
+    lo, hi = fit.length_min, fit.length_max
+    grid = np.geomspace(lo, hi, 200)
+    quad = fit.quadratic * grid**2
+    lin = fit.linear * grid
+    fixed = np.full_like(grid, fit.fixed)
+    ax.plot(grid, quad + lin + fixed, color="black", label="fit (batch 1)")
+    for values, label in (
+        (quad, "quadratic: batch * L^2"),
+        (lin, "linear: batch * L"),
+        (fixed, "fixed per step"),
+    ):
+        if float(values.max()) > 0.0:  # a term pinned at zero has no place on a log axis
+            ax.plot(grid, values, "--", label=label)
+        else:
+            ax.plot([], [], " ", label=f"{label}: 0 (pinned)")
+    per_batch = [p.seconds / p.batch for p in points]
+    ax.scatter(
+        [p.length for p in points], per_batch, color="#c44e52", zorder=3, label="measured / batch"
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length (tokens)")
+    ax.set_ylabel("seconds per step")
+    ax.set_title(f"step time: {fit.n_points} points, dof {fit.dof}, r² {fit.r_squared:.4f}")
+    ax.legend()
+    _save(figure, path)

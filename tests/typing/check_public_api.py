@@ -31,6 +31,7 @@ from probewise import (
     ErrorKind,
     ExclusionReason,
     FinishReason,
+    FitLoss,
     HistogramBin,
     KernelDiff,
     KernelKind,
@@ -47,8 +48,12 @@ from probewise import (
     Refused,
     Rubric,
     Rule,
+    ScalingFit,
+    ScalingPoint,
     Sealed,
     StepBreakdown,
+    Term,
+    Terms,
     TraceFormatError,
     TraceSource,
     as_lengths,
@@ -198,6 +203,29 @@ def lengths(path: str) -> None:
         assert_type(error.line, int | None)
 
 
+def scaling() -> None:
+    points = [
+        ScalingPoint(512, 0.11),
+        ScalingPoint(1024, 0.25, 2),
+        ScalingPoint(length=2048, seconds=0.6),
+    ]
+    fit = ScalingFit.fit(points, loss="soft_l1")
+    assert_type(fit, ScalingFit)
+    assert_type(ScalingFit.fit(points, loss=FitLoss.LINEAR).dof, int)
+    assert_type(fit.stderr, Terms)
+    assert_type(fit.predict(4096), float)
+    quadratic, linear, fixed = fit.shares(4096, batch=2)
+    assert_type(quadratic, float)
+    assert_type(linear + fixed, float)
+    assert_type(fit.at_bound, tuple[Term, ...])
+    for term in fit.at_bound:
+        match term:
+            case Term.QUADRATIC | Term.LINEAR | Term.FIXED:
+                pass
+            case _:
+                assert_never(term)
+
+
 def negatives() -> None:
     Complied(text="x")  # type: ignore[call-arg]
     outcome = Complied()
@@ -214,3 +242,5 @@ def negatives() -> None:
     plan = ce_chunk_plan(1, 1, budget_bytes=1)
     plan.n_chunks = 2  # type: ignore[misc]
     ce_chunk_plan(1, 1, 1)  # type: ignore[call-arg]  # budget_bytes is keyword-only
+    ScalingFit.fit([ScalingPoint(1, 1.0)], loss="huber")  # type: ignore[arg-type]
+    ScalingPoint(1, 1.0).seconds = 2.0  # type: ignore[misc]

@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/make_big_trace.py --source ../shared/fixtures/traces/nccl_data.json.gz \\
         --target-mb 500 --out /tmp/big/rank0.json
-    python benchmarks/kernels.py /tmp/big/rank0.json [--hta-python /tmp/hta-venv/bin/python] \\
+    python benchmarks/kernel_table.py /tmp/big/rank0.json [--hta-python /tmp/hta-venv/bin/python] \\
         [--repeat 1] [--json OUT] [--only NAME ...]
 
 Contenders, each in a fresh subprocess so that its memory is its own:
