@@ -20,6 +20,7 @@ from probewise import (
     BucketSweep,
     ChromeTraceSet,
     ChunkPlan,
+    Clock,
     Completion,
     Complied,
     ControlState,
@@ -43,15 +44,18 @@ from probewise import (
     LogitMemory,
     LogitsDtype,
     Outcome,
+    PaddingPenalty,
     PaddingReport,
     Proportion,
     Refused,
     Rubric,
     Rule,
     ScalingFit,
+    ScalingMeasurement,
     ScalingPoint,
     Sealed,
     StepBreakdown,
+    StepTiming,
     Term,
     Terms,
     TraceFormatError,
@@ -62,10 +66,13 @@ from probewise import (
     classify,
     compare_arms,
     measure_bytes_per_logit,
+    measure_scaling,
+    padding_penalty,
     padding_waste,
     read_chrome_traces,
     read_lengths,
     sweep_buckets,
+    time_step,
 )
 
 
@@ -226,6 +233,19 @@ def scaling() -> None:
                 assert_never(term)
 
 
+def harness() -> None:
+    timing = time_step(lambda: None, warmup=1, repeats=3, save_to="/tmp/evidence")
+    assert_type(timing, StepTiming)
+    assert_type(timing.samples, tuple[float, ...])
+    assert_type(timing.clock, Clock)
+    result = measure_scaling(lambda length: lambda: None, [512, 1024, 2048], loss="soft_l1")
+    assert_type(result, ScalingMeasurement)
+    assert_type(result.fit, ScalingFit)
+    penalty = padding_penalty(lambda: None, lambda: None)
+    assert_type(penalty, PaddingPenalty)
+    assert_type(penalty.ratio, float)
+
+
 def negatives() -> None:
     Complied(text="x")  # type: ignore[call-arg]
     outcome = Complied()
@@ -244,3 +264,5 @@ def negatives() -> None:
     ce_chunk_plan(1, 1, 1)  # type: ignore[call-arg]  # budget_bytes is keyword-only
     ScalingFit.fit([ScalingPoint(1, 1.0)], loss="huber")  # type: ignore[arg-type]
     ScalingPoint(1, 1.0).seconds = 2.0  # type: ignore[misc]
+    time_step(lambda: None, repeats="3")  # type: ignore[arg-type]
+    measure_scaling(lambda length: None, [1, 2, 3])  # type: ignore[arg-type, return-value]
