@@ -202,3 +202,38 @@ def test_time_loss_runs_the_callers_loss() -> None:
         time_loss(lambda lg, lb: lg.sum(dim=-1), vocab_size=8, tokens=4, repeats=1)
     with pytest.raises(InvalidInputError, match="vocab_size"):
         time_loss(loss_fn, vocab_size=0, tokens=4)
+
+
+def test_capture_kernels_on_cpu_keeps_the_evidence(tmp_path: Path) -> None:
+    from probewise.throughput.kernels import KernelTable
+    from probewise.throughput.profile import capture_kernels
+
+    torch.manual_seed(0)
+    model = _tiny_llama()
+    ids = torch.randint(0, 128, (2, 32))
+    calls: list[int] = []
+
+    def step() -> None:
+        calls.append(1)
+        model(input_ids=ids, labels=ids).loss.backward()
+
+    capture = capture_kernels(step, steps=2, warmup=1, save_to=tmp_path)
+    assert len(calls) == 3
+    # No device on CPU: an empty kernel table, not an error.
+    assert capture.kernels.kernel_us == 0.0
+    assert capture.kernels.rows == ()
+    names = {row.name for row in capture.cpu_ops}
+    assert "aten::mm" in names or "aten::addmm" in names
+    assert all(row.calls >= 1 for row in capture.cpu_ops)
+    selfs = [row.self_cpu_us for row in capture.cpu_ops]
+    assert selfs == sorted(selfs, reverse=True)
+    # The saved trace reads back to the same kernel rows and totals.
+    again = KernelTable.from_chrome_trace(tmp_path / "trace.json")
+    assert again.rows == capture.kernels.rows
+    assert again.kernel_us == capture.kernels.kernel_us
+    printed = (tmp_path / "key_averages.txt").read_text()
+    assert "Self CPU" in printed
+    assert KernelTable.from_profiler_table(printed).kernel_us == 0.0
+    saved = json.loads((tmp_path / "capture.json").read_text())
+    assert saved["steps"] == 2
+    assert len(saved["cpu_ops"]) == len(capture.cpu_ops)

@@ -25,6 +25,7 @@ from probewise import (
     Complied,
     ControlState,
     ControlVerdict,
+    CpuOpRow,
     DamageKind,
     Deflected,
     Empty,
@@ -34,6 +35,7 @@ from probewise import (
     FinishReason,
     FitLoss,
     HistogramBin,
+    KernelCapture,
     KernelDiff,
     KernelKind,
     KernelRow,
@@ -62,6 +64,7 @@ from probewise import (
     TraceSource,
     as_lengths,
     bucket_batches,
+    capture_kernels,
     ce_chunk_plan,
     classify,
     compare_arms,
@@ -244,6 +247,10 @@ def harness() -> None:
     penalty = padding_penalty(lambda: None, lambda: None)
     assert_type(penalty, PaddingPenalty)
     assert_type(penalty.ratio, float)
+    capture = capture_kernels(lambda: None, steps=2, save_to="/tmp/evidence")
+    assert_type(capture, KernelCapture)
+    assert_type(capture.kernels, KernelTable)
+    assert_type(capture.cpu_ops, tuple[CpuOpRow, ...])
 
 
 def negatives() -> None:

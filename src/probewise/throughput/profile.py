@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, cast, final
 import attrs
 
 from probewise.errors import InsufficientPointsError, InvalidInputError
+from probewise.throughput.kernels import KernelTable
 from probewise.throughput.lengths import LogitsDtype
 from probewise.throughput.scaling import FitLoss, LossName, ScalingFit, ScalingPoint
 
@@ -38,9 +39,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Clock",
+    "CpuOpRow",
+    "KernelCapture",
     "PaddingPenalty",
     "ScalingMeasurement",
     "StepTiming",
+    "capture_kernels",
     "measure_scaling",
     "padding_penalty",
     "time_loss",
@@ -399,3 +403,121 @@ def time_loss(
         label=f"loss {batch}x{tokens}x{vocab_size} {dtype.value}",
         save_to=save_to,
     )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class CpuOpRow:
+    """One row of the profiler's CPU op table (``key_averages()``), in microseconds."""
+
+    name: str
+    calls: int
+    cpu_total_us: float
+    self_cpu_us: float
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "name": self.name,
+            "calls": self.calls,
+            "cpu_total_us": self.cpu_total_us,
+            "self_cpu_us": self.self_cpu_us,
+        }
+
+
+@final
+@attrs.frozen(kw_only=True)
+class KernelCapture:
+    """What ``torch.profiler`` saw around ``steps`` calls of the caller's step.
+
+    ``kernels`` sums device kernel rows only (empty on CPU: no device, no kernels,
+    not an error); ``cpu_ops`` is the CPU op table, by self CPU time, descending.
+    """
+
+    steps: int
+    warmup: int
+    kernels: KernelTable
+    cpu_ops: tuple[CpuOpRow, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "steps": self.steps,
+            "warmup": self.warmup,
+            "kernels": self.kernels.to_dict(),
+            "cpu_ops": [row.to_dict() for row in self.cpu_ops],
+        }
+
+
+def _cpu_ops(events: Iterable[object]) -> tuple[CpuOpRow, ...]:
+    """The boundary: profiler ``FunctionEventAvg`` objects to typed rows."""
+    rows: list[CpuOpRow] = []
+    for event in events:
+        name = getattr(event, "key", None)
+        calls = getattr(event, "count", None)
+        total = getattr(event, "cpu_time_total", None)
+        own = getattr(event, "self_cpu_time_total", None)
+        if not isinstance(name, str) or not isinstance(calls, int):
+            continue
+        if not isinstance(total, int | float) or not isinstance(own, int | float):
+            continue
+        if own <= 0 and total <= 0:
+            continue  # device-only rows (kernels) have no CPU time
+        rows.append(
+            CpuOpRow(name=name, calls=calls, cpu_total_us=float(total), self_cpu_us=float(own))
+        )
+    rows.sort(key=lambda r: (-r.self_cpu_us, r.name))
+    return tuple(rows)
+
+
+def capture_kernels(
+    step: Callable[[], object],
+    *,
+    steps: int = 1,
+    warmup: int = 1,
+    row_limit: int = 100,
+    save_to: str | Path | None = None,
+) -> KernelCapture:
+    """Run ``torch.profiler`` around ``steps`` calls of ``step`` (after ``warmup`` calls).
+
+    Profiles CPU, and CUDA when it is available. With ``save_to=DIR`` it writes the
+    raw evidence, unedited: ``trace.json`` (the Chrome trace), ``key_averages.txt``
+    (the printed table, ``row_limit`` rows) and ``capture.json``; reading
+    ``trace.json`` back with :meth:`KernelTable.from_chrome_trace` gives the same
+    kernel rows and totals as the returned table.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    if steps < 1:
+        raise InvalidInputError(f"steps must be >= 1, got {steps}")
+    _check_counts(warmup, 1)
+    cuda = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    for _ in range(warmup):
+        step()
+    if cuda:
+        torch.cuda.synchronize()
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            step()
+        if cuda:
+            torch.cuda.synchronize()
+    events = cast("Iterable[object]", prof.key_averages())
+    capture = KernelCapture(
+        steps=steps,
+        warmup=warmup,
+        kernels=KernelTable.from_key_averages(events),
+        cpu_ops=_cpu_ops(events),
+    )
+    if save_to is not None:
+        folder = Path(save_to)
+        folder.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(str(folder / "trace.json"))
+        sort_by = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+        printed = prof.key_averages().table(  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            sort_by=sort_by, row_limit=row_limit
+        )
+        (folder / "key_averages.txt").write_text(str(printed) + "\n", encoding="utf-8")  # pyright: ignore[reportUnknownArgumentType]
+        _save(folder, "capture.json", capture.to_dict())
+    return capture
