@@ -16,6 +16,15 @@ from probewise.errors import (
     SweepNoOpError,
     TraceFormatError,
 )
+from probewise.responses.arms import (
+    Generate,
+    McNemar,
+    OutcomeBucket,
+    OutcomePair,
+    PairedResult,
+    run_arm,
+    run_paired,
+)
 from probewise.responses.classify import Completion, classify, normalise
 from probewise.responses.control import ControlState, ControlVerdict, compare_arms
 from probewise.responses.outcome import (
@@ -134,6 +143,7 @@ __all__ = [
     "FastPathLostError",
     "FinishReason",
     "FitLoss",
+    "Generate",
     "HistogramBin",
     "InsufficientPointsError",
     "InvalidInputError",
@@ -151,9 +161,13 @@ __all__ = [
     "LogitMemory",
     "LogitsDtype",
     "LossName",
+    "McNemar",
     "Outcome",
+    "OutcomeBucket",
+    "OutcomePair",
     "PaddingPenalty",
     "PaddingReport",
+    "PairedResult",
     "ProbewiseError",
     "ProfilerTableReading",
     "Proportion",
@@ -191,6 +205,8 @@ __all__ = [
     "read_chrome_traces",
     "read_lengths",
     "read_profiler_tables",
+    "run_arm",
+    "run_paired",
     "sweep_buckets",
     "time_loss",
     "time_step",

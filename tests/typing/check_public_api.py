@@ -45,9 +45,12 @@ from probewise import (
     LengthStats,
     LogitMemory,
     LogitsDtype,
+    McNemar,
     Outcome,
+    OutcomeBucket,
     PaddingPenalty,
     PaddingReport,
+    PairedResult,
     Proportion,
     Refused,
     Rubric,
@@ -74,6 +77,8 @@ from probewise import (
     padding_waste,
     read_chrome_traces,
     read_lengths,
+    run_arm,
+    run_paired,
     sweep_buckets,
     time_step,
 )
@@ -253,6 +258,20 @@ def harness() -> None:
     assert_type(capture.cpu_ops, tuple[CpuOpRow, ...])
 
 
+def arms() -> None:
+    prompts = {"p1": "a prompt", "p2": "another"}
+
+    def generate(prompt: str) -> Completion:
+        return Completion("text", FinishReason.STOP)
+
+    assert_type(run_arm(prompts, generate, progress=False), ArmTally)
+    result = run_paired(prompts, generate, generate)
+    assert_type(result, PairedResult)
+    assert_type(result.test(OutcomeBucket.DEFLECTED), McNemar)
+    assert_type(result.mcnemar[0].p_value, float)
+    assert_type(OutcomeBucket.of(result.pairs[0].a), OutcomeBucket)
+
+
 def negatives() -> None:
     Complied(text="x")  # type: ignore[call-arg]
     outcome = Complied()
@@ -273,3 +292,4 @@ def negatives() -> None:
     ScalingPoint(1, 1.0).seconds = 2.0  # type: ignore[misc]
     time_step(lambda: None, repeats="3")  # type: ignore[arg-type]
     measure_scaling(lambda length: None, [1, 2, 3])  # type: ignore[arg-type, return-value]
+    run_arm({"p": "x"}, lambda prompt: 42)  # type: ignore[arg-type, return-value]

@@ -1,0 +1,152 @@
+"""run_arm / run_paired: every prompt counted, generator failures bucketed, no text kept."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import pickle
+import warnings
+from collections.abc import Hashable
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from probewise import ArmTally, Completion, ControlState, FinishReason, Rubric, classify
+from probewise.responses.arms import OutcomeBucket, run_arm, run_paired
+
+CANARY = "zq-arm-canary-41c2"
+
+# Made-up completions per prompt id, for two arms: arm B deflects where A complies.
+ARM_A = {
+    "p0": f"Here is the answer you asked for. {CANARY}",
+    "p1": f"I can't help with that. {CANARY}",
+    "p2": f"Sure: step one, then step two. {CANARY}",
+    "p3": "",
+    "p4": f"Here is a summary of the topic. {CANARY}",
+}
+ARM_B = {
+    "p0": f"I'd recommend speaking with a professional about this instead. {CANARY}",
+    "p1": f"I can't help with that. {CANARY}",
+    "p2": f"I'd suggest talking to a qualified expert instead. {CANARY}",
+    "p3": f"Here is the answer. {CANARY}",
+    "p4": f"I'd recommend consulting a specialist instead. {CANARY}",
+}
+PROMPTS: dict[Hashable, str] = {k: f"prompt {k}" for k in ARM_A}
+
+
+class GeneratorFailed(RuntimeError):
+    pass
+
+
+def from_table(table: dict[str, str]) -> object:
+    def generate(prompt: str) -> Completion:
+        key = prompt.removeprefix("prompt ")
+        if table[key] == "RAISE":
+            raise GeneratorFailed(f"failed while writing {CANARY}")
+        return Completion(table[key], FinishReason.STOP)
+
+    return generate
+
+
+def test_run_arm_counts_every_prompt_as_classify_would() -> None:
+    generate = from_table(ARM_A)
+    tally = run_arm(PROMPTS, generate, progress=False)
+    expected = ArmTally.of(classify(Completion(t), Rubric.default()) for t in ARM_A.values())
+    assert tally == expected
+    assert tally.n == len(PROMPTS)
+    assert tally.empty == 1
+
+
+def test_a_raising_generator_is_an_error_and_the_run_goes_on() -> None:
+    table = {**ARM_A, "p2": "RAISE"}
+    tally = run_arm(PROMPTS, from_table(table), progress=False)
+    assert tally.error == 1
+    assert tally.n == 5
+
+
+def test_truncation_is_counted() -> None:
+    def generate(prompt: str) -> Completion:
+        return Completion(f"Here is a long answer {CANARY}", FinishReason.LENGTH)
+
+    tally = run_arm({"a": "x", "b": "y"}, generate, progress=False)
+    assert tally.truncated == 2
+
+
+def test_run_paired_pairs_tallies_and_mcnemar() -> None:
+    result = run_paired(PROMPTS, from_table(ARM_A), from_table(ARM_B), progress=False)
+    assert [p.prompt_id for p in result.pairs] == list(PROMPTS)
+    assert result.tally_a == run_arm(PROMPTS, from_table(ARM_A), progress=False)
+    assert result.tally_b.deflected == 3
+    # Arm A's one empty completion is 20 % of the arm, above the 10 % failed-share limit.
+    assert result.control.state is ControlState.UNRELIABLE
+    assert (result.control.deflected_a, result.control.deflected_b) == (0, 3)
+    deflected = result.test(OutcomeBucket.DEFLECTED)
+    assert (deflected.only_a, deflected.only_b) == (0, 3)
+    assert deflected.p_value == pytest.approx(0.25)  # 2 * (1/2)**3
+    refused = result.test(OutcomeBucket.REFUSED)
+    assert (refused.discordant, refused.p_value) == (0, 1.0)
+    assert [m.bucket for m in result.mcnemar] == list(OutcomeBucket)
+
+
+@given(st.lists(st.sampled_from(["comply", "refuse", "deflect", "empty", "raise"]), max_size=30))
+def test_paired_counts_are_consistent(kinds: list[str]) -> None:
+    texts = {
+        "comply": "Here is the answer.",
+        "refuse": "I can't help with that.",
+        "deflect": "I'd recommend speaking with a professional instead.",
+        "empty": "",
+        "raise": "RAISE",
+    }
+    table_a = {str(i): texts[k] for i, k in enumerate(kinds)}
+    table_b = {str(i): texts[k] for i, k in enumerate(reversed(kinds))}
+    prompts: dict[Hashable, str] = {str(i): f"prompt {i}" for i in range(len(kinds))}
+    result = run_paired(prompts, from_table(table_a), from_table(table_b), progress=False)
+    assert result.tally_a.n == result.tally_b.n == len(kinds)
+    for test in result.mcnemar:
+        in_a = sum(1 for p in result.pairs if OutcomeBucket.of(p.a) is test.bucket)
+        in_b = sum(1 for p in result.pairs if OutcomeBucket.of(p.b) is test.bucket)
+        assert test.only_a - test.only_b == in_a - in_b
+        assert 0.0 <= test.p_value <= 1.0
+
+
+def _shard(items: list[tuple[str, str]]) -> ArmTally:
+    return run_arm(dict(items), from_table(ARM_A), progress=False)
+
+
+def test_shards_merge_to_the_single_process_tally() -> None:
+    items = [(str(k), v) for k, v in PROMPTS.items()]
+    whole = run_arm(PROMPTS, from_table(ARM_A), progress=False)
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        parts = list(pool.map(_shard, [items[:2], items[2:4], items[4:]]))
+    assert sum(parts, ArmTally()) == whole
+
+
+def test_no_channel_carries_the_canary(caplog: pytest.LogCaptureFixture) -> None:
+    table_a = {**ARM_A, "p2": "RAISE"}
+    err = io.StringIO()
+    out = io.StringIO()
+    with (
+        contextlib.redirect_stderr(err),
+        contextlib.redirect_stdout(out),
+        warnings.catch_warnings(record=True) as caught,
+        caplog.at_level(logging.DEBUG),
+    ):
+        warnings.simplefilter("always")
+        tally = run_arm(PROMPTS, from_table(table_a), progress=True)
+        result = run_paired(PROMPTS, from_table(table_a), from_table(ARM_B), progress=True)
+    channels = [
+        repr(tally),
+        repr(result),
+        str(result),
+        pickle.dumps(result).decode("latin-1"),
+        err.getvalue(),
+        out.getvalue(),
+        caplog.text,
+        *(str(w.message) for w in caught),
+    ]
+    assert "complied" in err.getvalue()  # the progress line ran and shows counts
+    for channel in channels:
+        assert CANARY not in channel
