@@ -17,11 +17,13 @@ from probewise.errors import (
     TraceFormatError,
 )
 from probewise.responses.arms import (
+    BatchGenerate,
     Generate,
     McNemar,
     OutcomeBucket,
     OutcomePair,
     PairedResult,
+    TransformersGenerator,
     run_arm,
     run_paired,
 )
@@ -116,6 +118,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ArmTally",
+    "BatchGenerate",
     "Batcher",
     "Batching",
     "BatchingMode",
@@ -188,6 +191,7 @@ __all__ = [
     "Terms",
     "TraceFormatError",
     "TraceSource",
+    "TransformersGenerator",
     "__version__",
     "as_lengths",
     "bucket_batches",

@@ -14,29 +14,44 @@ from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Callable, Hashable, Mapping
-from typing import TypeAlias, TypeVar, final
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast, final, runtime_checkable
 
 import attrs
 
+from probewise.errors import InvalidInputError
 from probewise.responses.classify import Completion, classify
 from probewise.responses.control import ControlVerdict, compare_arms
-from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
+from probewise.responses.outcome import (
+    Complied,
+    Deflected,
+    Empty,
+    Error,
+    FinishReason,
+    Outcome,
+    Refused,
+)
 from probewise.responses.rubric import Rubric
 from probewise.responses.sealed import Sealed
 from probewise.responses.tally import ArmTally
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 __all__ = [
+    "BatchGenerate",
     "Generate",
     "McNemar",
     "OutcomeBucket",
     "OutcomePair",
     "PairedResult",
+    "TransformersGenerator",
     "run_arm",
     "run_paired",
 ]
 
 P = TypeVar("P")
+P_contra = TypeVar("P_contra", contravariant=True)
 K = TypeVar("K", bound=Hashable)
 
 Generate: TypeAlias = Callable[[P], Completion | Sealed | str]
@@ -94,26 +109,44 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _one(
-    prompt: P,
-    generate: Generate[P],
-    rubric: Rubric | None,
-    axis: Hashable | None,
-) -> Outcome:
-    try:
-        completion = generate(prompt)
-    except Exception as error:  # the generator's failure is this prompt's Error outcome
-        outcome = classify(error)
-        del error
-        return outcome
-    outcome = classify(completion, rubric, axis=axis)
-    del completion
-    return outcome
+def _batch_size(generate: object) -> int:
+    if isinstance(generate, BatchGenerate):
+        size = cast("object", cast("BatchGenerate[object]", generate).batch_size)
+        if isinstance(size, int) and size >= 1:
+            return size
+        raise InvalidInputError(f"batch_size must be an int >= 1, got {size!r}")
+    return 1
+
+
+def _generate_chunk(
+    prompts: list[P], generate: object
+) -> Sequence[Completion | Sealed | str | BaseException]:
+    """Each prompt's completion, or the exception its generation raised."""
+    if isinstance(generate, BatchGenerate):
+        batch = cast("BatchGenerate[P]", generate)
+        try:
+            results = batch.generate_batch(prompts)
+        except Exception as error:  # the whole batch failed: every prompt is an Error
+            return [error] * len(prompts)
+        if len(results) != len(prompts):
+            failure = InvalidInputError(
+                f"generate_batch returned {len(results)} results for {len(prompts)} prompts"
+            )
+            return [failure] * len(prompts)
+        return results
+    single = cast("Generate[P]", generate)
+    out: list[Completion | Sealed | str | BaseException] = []
+    for prompt in prompts:
+        try:
+            out.append(single(prompt))
+        except Exception as error:  # this prompt's Error outcome; the run goes on
+            out.append(error)
+    return out
 
 
 def _outcomes(
     prompts: Mapping[K, P],
-    generate: Generate[P],
+    generate: Generate[P] | BatchGenerate[P],
     rubric: Rubric | None,
     *,
     axis_of: Callable[[K], Hashable | None] | None,
@@ -123,12 +156,18 @@ def _outcomes(
     bar = _Progress(len(prompts), label, enabled=progress)
     tally = ArmTally()
     outcomes: dict[K, Outcome] = {}
+    items = list(prompts.items())
+    size = _batch_size(generate)
     try:
-        for prompt_id, prompt in prompts.items():
-            axis = None if axis_of is None else axis_of(prompt_id)
-            outcome = _one(prompt, generate, rubric, axis)
-            outcomes[prompt_id] = outcome
-            tally = tally + ArmTally.of([outcome])
+        for start in range(0, len(items), size):
+            chunk = items[start : start + size]
+            results = _generate_chunk([p for _, p in chunk], generate)
+            for (prompt_id, _prompt), result in zip(chunk, results, strict=True):
+                axis = None if axis_of is None else axis_of(prompt_id)
+                outcome = classify(result, rubric, axis=axis)
+                outcomes[prompt_id] = outcome
+                tally = tally + ArmTally.of([outcome])
+            del results
             bar.update(tally)
     finally:
         bar.close()
@@ -266,3 +305,146 @@ def run_paired(
         control=compare_arms(tally_a, tally_b),
         mcnemar=tuple(tests),
     )
+
+
+@runtime_checkable
+class BatchGenerate(Protocol[P_contra]):
+    """A generator that does better in batches: :func:`run_arm` hands it ``batch_size`` prompts.
+
+    ``generate_batch`` returns one result per prompt, in order: a completion, or the
+    exception that prompt's generation raised.
+    """
+
+    @property
+    def batch_size(self) -> int: ...
+
+    def generate_batch(
+        self, prompts: Sequence[P_contra]
+    ) -> Sequence[Completion | BaseException]: ...
+
+
+class _Generates(Protocol):
+    def generate(self, **kwargs: object) -> object: ...
+
+
+class TransformersGenerator:
+    """Greedy (by default) batched generation with a local transformers model.
+
+    Decodes only the new tokens; a completion that reached ``max_new_tokens``
+    without an end-of-sequence token is :attr:`FinishReason.LENGTH`. Prompts go
+    through the tokenizer's chat template as one user turn when ``chat_template``
+    and the tokenizer has one. A batch that fails (out of memory, say) is retried
+    prompt by prompt; a prompt that still fails is returned as its exception, which
+    :func:`run_arm` counts as ``Error(GENERATION)``. Completions are returned
+    :class:`Sealed`, and are never logged.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        max_new_tokens: int = 128,
+        batch_size: int = 8,
+        chat_template: bool = True,
+        do_sample: bool = False,
+    ) -> None:
+        if max_new_tokens < 1:
+            raise InvalidInputError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if batch_size < 1:
+            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self._batch_size = batch_size
+        self.chat_template = chat_template
+        self.do_sample = do_sample
+
+    @property
+    def batch_size(self) -> int:
+        """Prompts per ``generate`` call."""
+        return self._batch_size
+
+    def __repr__(self) -> str:
+        return (
+            f"TransformersGenerator(model={type(self.model).__name__}, "
+            f"max_new_tokens={self.max_new_tokens}, batch_size={self._batch_size})"
+        )
+
+    def __call__(self, prompt: str) -> Completion:
+        result = self.generate_batch([prompt])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _texts(self, prompts: Sequence[str]) -> list[str]:
+        template = getattr(self.tokenizer, "chat_template", None)
+        if not (self.chat_template and template):
+            return list(prompts)
+        texts: list[str] = []
+        for prompt in prompts:
+            rendered = self.tokenizer.apply_chat_template(  # pyright: ignore[reportUnknownMemberType]
+                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+            )
+            texts.append(str(rendered))
+        return texts
+
+    def _eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for source in (getattr(self.model, "generation_config", None), self.tokenizer):
+            value = getattr(source, "eos_token_id", None)
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, list | tuple):
+                ids.update(v for v in cast("Sequence[object]", value) if isinstance(v, int))
+        return ids
+
+    def _run(self, prompts: Sequence[str]) -> list[Completion]:
+        import torch
+
+        tokenizer = self.tokenizer
+        tokenizer.padding_side = "left"  # decoder-only: new tokens start at one column
+        pad_id = tokenizer.pad_token_id
+        eos = self._eos_ids()
+        if pad_id is None:
+            pad_id = min(eos) if eos else 0
+            tokenizer.pad_token_id = pad_id
+        device = next(self.model.parameters()).device
+        encoded = tokenizer(self._texts(prompts), return_tensors="pt", padding=True)
+        input_ids = cast("torch.Tensor", encoded["input_ids"]).to(device)
+        attention_mask = cast("torch.Tensor", encoded["attention_mask"]).to(device)
+        with torch.no_grad():
+            output = cast(
+                "torch.Tensor",
+                cast("_Generates", self.model).generate(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    max_new_tokens=self.max_new_tokens,
+                    do_sample=self.do_sample,
+                    pad_token_id=pad_id,
+                ),
+            )
+        new_tokens = cast("list[list[int]]", output[:, input_ids.shape[1] :].tolist())  # pyright: ignore[reportUnknownMemberType]
+        completions: list[Completion] = []
+        for row in new_tokens:
+            cut = next((i for i, token in enumerate(row) if token in eos), None)
+            finish = FinishReason.LENGTH if cut is None else FinishReason.STOP
+            kept = row if cut is None else row[:cut]
+            text: object = tokenizer.decode(kept, skip_special_tokens=True)  # pyright: ignore[reportUnknownMemberType]
+            completions.append(Completion(Sealed(str(text)), finish))
+        return completions
+
+    def generate_batch(self, prompts: Sequence[str]) -> Sequence[Completion | BaseException]:
+        """One completion (or exception) per prompt; a failed batch is retried one by one."""
+        try:
+            return self._run(prompts)
+        except Exception:
+            if len(prompts) == 1:
+                raise
+        results: list[Completion | BaseException] = []
+        for prompt in prompts:
+            try:
+                results.extend(self._run([prompt]))
+            except Exception as error:
+                results.append(error)
+        return results

@@ -1,0 +1,112 @@
+"""TransformersGenerator: real generate() on a tiny model and a tokenizer built here."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from probewise import Completion, FinishReason, classify
+from probewise.responses.arms import BatchGenerate, TransformersGenerator, run_arm, run_paired
+from probewise.responses.sealed import Sealed
+
+WORDS = ["[EOS]", "[PAD]", "here", "is", "the", "answer", "i", "cannot", "help", "with", "that"]
+
+
+def make_tokenizer(first: str) -> PreTrainedTokenizerFast:
+    # Token id 0 is what a zeroed lm_head always picks (every logit 0, argmax 0).
+    words = [first, *[w for w in WORDS if w != first]]
+    vocab = {w: i for i, w in enumerate(words)}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[PAD]"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=core, eos_token="[EOS]", pad_token="[PAD]")
+
+
+def make_model(tokenizer: PreTrainedTokenizerFast) -> LlamaForCausalLM:
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(WORDS),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        model.lm_head.weight.zero_()
+    return model.eval()
+
+
+def test_length_limit_is_length_and_only_new_tokens_are_decoded() -> None:
+    tokenizer = make_tokenizer("answer")  # greedy picks "answer" forever: no EOS
+    generator = TransformersGenerator(
+        make_model(tokenizer), tokenizer, max_new_tokens=3, batch_size=2
+    )
+    assert isinstance(generator, BatchGenerate)
+    results = generator.generate_batch(["here is", "i cannot help with that"])
+    assert len(results) == 2
+    for result in results:
+        assert isinstance(result, Completion)
+        assert result.finish_reason is FinishReason.LENGTH
+        assert isinstance(result.text, Sealed)
+    outcome = classify(results[1])
+    assert outcome.truncated  # type: ignore[union-attr]
+
+
+def test_immediate_eos_is_an_empty_stop() -> None:
+    tokenizer = make_tokenizer("[EOS]")  # greedy picks EOS first
+    generator = TransformersGenerator(
+        make_model(tokenizer), tokenizer, max_new_tokens=4, batch_size=4
+    )
+    tally = run_arm({"a": "here is", "b": "the answer", "c": "i cannot"}, generator, progress=False)
+    assert tally.empty == 3
+    assert tally.truncated == 0
+
+
+def test_a_failed_batch_is_retried_prompt_by_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    tokenizer = make_tokenizer("answer")
+    model = make_model(tokenizer)
+    generator = TransformersGenerator(model, tokenizer, max_new_tokens=2, batch_size=3)
+    real = model.generate
+    sizes: list[int] = []
+
+    def flaky(**kwargs: object) -> object:
+        ids = kwargs["input_ids"]
+        assert isinstance(ids, torch.Tensor)
+        sizes.append(int(ids.shape[0]))
+        if ids.shape[0] > 1:
+            raise torch.OutOfMemoryError("simulated out of memory")
+        if sizes.count(1) == 2:
+            raise RuntimeError("this prompt fails alone too")
+        return real(**kwargs)  # type: ignore[operator]
+
+    monkeypatch.setattr(model, "generate", flaky)
+    tally = run_arm({"a": "here", "b": "is", "c": "the"}, generator, progress=False)
+    assert sizes == [3, 1, 1, 1]
+    assert tally.error == 1
+    assert tally.n == 3
+
+
+def test_the_generator_is_callable_one_prompt_at_a_time() -> None:
+    tokenizer = make_tokenizer("answer")
+    generator = TransformersGenerator(make_model(tokenizer), tokenizer, max_new_tokens=2)
+    completion = generator("here is")
+    assert completion.finish_reason is FinishReason.LENGTH
+    assert "answer" not in repr(generator)
+    result = run_paired({"p": "here"}, generator, generator, progress=False)
+    assert result.tally_a == result.tally_b
+
+
+@pytest.mark.parametrize("kwargs", [{"max_new_tokens": 0}, {"batch_size": 0}])
+def test_bad_arguments(kwargs: dict[str, int]) -> None:
+    from probewise.errors import InvalidInputError
+
+    tokenizer = make_tokenizer("answer")
+    with pytest.raises(InvalidInputError):
+        TransformersGenerator(make_model(tokenizer), tokenizer, **kwargs)
