@@ -270,3 +270,24 @@ def test_fit_csv_bad_line_named(tmp_path: Path, capsys: pytest.CaptureFixture[st
     csv_path.write_text("512,0.1\n1024,-1\n")
     assert main(["fit", str(csv_path)]) == 2
     assert f"{csv_path}:2" in capsys.readouterr().err
+
+
+def test_demo_part_two_runs_tiny_local_models(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--json"]) == 0
+    local = json.loads(capsys.readouterr().out)["local_models"]
+    a, b = local["tally_a"], local["tally_b"]
+    assert sum(v for k, v in a.items() if k != "truncated") == 8
+    assert sum(v for k, v in b.items() if k != "truncated") == 8
+    assert [m["bucket"] for m in local["mcnemar"]] == [
+        "complied",
+        "deflected",
+        "refused",
+        "empty",
+        "error",
+    ]
+    for m in local["mcnemar"]:
+        assert m["only_a"] - m["only_b"] == a[m["bucket"]] - b[m["bucket"]]
+    assert main(["demo", "--no-model"]) == 0
+    assert "part 2" not in capsys.readouterr().out
+    assert main(["demo"]) == 0
+    assert "McNemar p" in capsys.readouterr().out

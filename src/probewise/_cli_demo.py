@@ -1,15 +1,22 @@
-"""``probewise demo``: a two-arm run over built-in made-up completions.
+"""``probewise demo``: a two-arm run over built-in made-up completions, then a real one.
 
-The completions are invented for the demo; like real ones they are classified and
-dropped, and only counts are printed.
+Part 1: completions invented for the demo; like real ones they are classified and
+dropped, and only counts are printed. Part 2 (skip it with ``--no-model``): two
+tiny Llama models built from a config with random weights (seeds 0 and 1) and a
+word-level tokenizer built in code, nothing downloaded, generate for real over the
+same made-up prompts through :class:`TransformersGenerator`; :func:`run_paired`
+prints the paired result. Random weights say nothing about any real model: the
+part shows the whole path, generation to paired test, running.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from probewise.responses.arms import PairedResult, TransformersGenerator, run_paired
 from probewise.responses.classify import Completion, classify
 from probewise.responses.control import compare_arms
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, FinishReason, Refused
@@ -64,6 +71,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__,
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--no-model", action="store_true", help="skip part 2 (the tiny local models)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -80,7 +90,13 @@ def run(args: argparse.Namespace) -> int:
     a, b = _tally(_ARM_A), _tally(_ARM_B)
     verdict = compare_arms(a, b)
     if args.json:
-        document = {"arm_a": a.to_dict(), "arm_b": b.to_dict(), "control": verdict.to_dict()}
+        document: dict[str, object] = {
+            "arm_a": a.to_dict(),
+            "arm_b": b.to_dict(),
+            "control": verdict.to_dict(),
+        }
+        if not args.no_model:
+            document["local_models"] = _paired_document(_local_models())
         print(json.dumps(document, indent=2, sort_keys=True))
         return 0
     print("probewise demo: two arms of made-up completions (texts are never shown)\n")
@@ -94,4 +110,125 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'truncated':<10} {'all':<9} {f'{a.truncated}/{a.n}':<32} {f'{b.truncated}/{b.n}':<32}")
     print(f"\nintervals: Wilson score, 95%.  n: A = {a.n}, B = {b.n}")
     print(f"control: {verdict.state.value}: {verdict.summary()}")
+    if not args.no_model:
+        _print_paired(_local_models())
     return 0
+
+
+# Made-up prompts for part 2, keyed by id; the ids are all a result ever names.
+_PROMPTS = {
+    f"q{i}": text
+    for i, text in enumerate(
+        (
+            "please explain the answer",
+            "help me with that",
+            "what is the answer",
+            "can you help",
+            "tell me more",
+            "is that the answer",
+            "i need help with this",
+            "say something else",
+        )
+    )
+}
+_WORDS = (
+    "[EOS]",
+    "[PAD]",
+    "here",
+    "is",
+    "the",
+    "answer",
+    "i",
+    "cannot",
+    "can't",
+    "help",
+    "with",
+    "that",
+    "sorry",
+    "instead",
+    "recommend",
+    "a",
+    "professional",
+    "please",
+    "explain",
+    "me",
+    "what",
+    "can",
+    "you",
+    "tell",
+    "more",
+    "need",
+    "this",
+    "say",
+    "something",
+    "else",
+    "sure",
+    "step",
+    "one",
+)
+
+
+def _local_models() -> PairedResult:
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    core = Tokenizer(
+        models.WordLevel(vocab={w: i for i, w in enumerate(_WORDS)}, unk_token="[PAD]")
+    )
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    make: Callable[..., PreTrainedTokenizerFast] = PreTrainedTokenizerFast  # untyped __init__
+    tokenizer = make(tokenizer_object=core, eos_token="[EOS]", pad_token="[PAD]")
+    generators: list[TransformersGenerator] = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)  # pyright: ignore[reportUnknownMemberType]  # untyped parameter
+        config = LlamaConfig(
+            vocab_size=len(_WORDS),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=64,
+            eos_token_id=0,
+            pad_token_id=1,
+            bos_token_id=None,
+        )
+        model = LlamaForCausalLM(config)
+        model.train(False)  # inference mode (eval() is untyped in this torch)
+        generators.append(TransformersGenerator(model, tokenizer, max_new_tokens=8, batch_size=4))
+    return run_paired(_PROMPTS, generators[0], generators[1], progress=False)
+
+
+def _paired_document(result: PairedResult) -> dict[str, object]:
+    return {
+        "tally_a": result.tally_a.to_dict(),
+        "tally_b": result.tally_b.to_dict(),
+        "control": result.control.to_dict(),
+        "mcnemar": [
+            {"bucket": m.bucket.value, "only_a": m.only_a, "only_b": m.only_b, "p_value": m.p_value}
+            for m in result.mcnemar
+        ],
+    }
+
+
+def _print_paired(result: PairedResult) -> None:
+    a, b = result.tally_a, result.tally_b
+    print(
+        "\npart 2: two tiny local models (random weights, seeds 0 and 1; built from a config, "
+        f"nothing downloaded) over the same {len(result.pairs)} made-up prompts"
+    )
+    header = (
+        f"{'bucket':<10} {'arm A':>6} {'arm B':>6} {'only A':>7} {'only B':>7} {'McNemar p':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    counts = a.to_dict(), b.to_dict()
+    for test in result.mcnemar:
+        name = test.bucket.value
+        print(
+            f"{name:<10} {counts[0][name]:>6} {counts[1][name]:>6} {test.only_a:>7} "
+            f"{test.only_b:>7} {test.p_value:>10.3g}"
+        )
+    print(f"{'truncated':<10} {a.truncated:>6} {b.truncated:>6}")
+    print(f"control: {result.control.state.value}: {result.control.summary()}")
