@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import pickle
 import warnings
 from collections.abc import Hashable
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -150,3 +152,53 @@ def test_no_channel_carries_the_canary(caplog: pytest.LogCaptureFixture) -> None
     assert "complied" in err.getvalue()  # the progress line ran and shows counts
     for channel in channels:
         assert CANARY not in channel
+
+
+def test_resume_after_a_kill_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None:
+    prompts: dict[Hashable, str] = {f"p{i}": f"prompt p{i}" for i in range(5)}
+    prompts[7] = "prompt p1"  # an int id too
+    table = {**ARM_A, "p2": "RAISE"}
+    checkpoint = tmp_path / "run" / "arm.json"
+    calls: list[str] = []
+
+    def killed_after_three(prompt: str) -> Completion:
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the process is killed mid-run
+        calls.append(prompt)
+        return from_table(table)(prompt)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_arm(prompts, killed_after_three, checkpoint=checkpoint, progress=False)
+    saved = checkpoint.read_text()
+    assert CANARY not in saved
+    assert len(json.loads(saved)["outcomes"]) == 3
+    resumed_calls: list[str] = []
+
+    def fresh(prompt: str) -> Completion:
+        resumed_calls.append(prompt)
+        return from_table(table)(prompt)
+
+    resumed = run_arm(prompts, fresh, checkpoint=checkpoint, progress=False)
+    assert len(resumed_calls) == 3  # only the prompts the checkpoint did not hold
+    whole = run_arm(prompts, from_table(table), progress=False)
+    assert resumed == whole
+    assert resumed.error == 1
+    assert not list(checkpoint.parent.glob("*.tmp"))
+
+
+def test_checkpoint_of_another_run_or_rubric_is_refused(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "arm.json"
+    run_arm(PROMPTS, from_table(ARM_A), checkpoint=checkpoint, progress=False)
+    from probewise.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="another run"):
+        run_arm({"other": "prompt p0"}, from_table(ARM_A), checkpoint=checkpoint, progress=False)
+    with pytest.raises(InvalidInputError, match="does not hold"):
+        run_arm(PROMPTS, from_table(ARM_A), Rubric(), checkpoint=checkpoint, progress=False)
+    with pytest.raises(InvalidInputError, match="str or int"):
+        run_arm(
+            {(1, 2): "prompt p0"}, from_table(ARM_A), checkpoint=tmp_path / "b.json", progress=False
+        )
+    (tmp_path / "bad.json").write_text("[1]")
+    with pytest.raises(InvalidInputError, match="not a probewise checkpoint"):
+        run_arm(PROMPTS, from_table(ARM_A), checkpoint=tmp_path / "bad.json", progress=False)

@@ -13,13 +13,16 @@ prompts by those ids only, never by prompt or completion text.
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast, final, runtime_checkable
 
 import attrs
 
 from probewise.errors import InvalidInputError
+from probewise.responses import _checkpoint
 from probewise.responses.classify import Completion, classify
 from probewise.responses.control import ControlVerdict, compare_arms
 from probewise.responses.outcome import (
@@ -152,11 +155,22 @@ def _outcomes(
     axis_of: Callable[[K], Hashable | None] | None,
     progress: bool | None,
     label: str,
+    checkpoint: Path | None = None,
 ) -> dict[K, Outcome]:
-    bar = _Progress(len(prompts), label, enabled=progress)
-    tally = ArmTally()
+    rules = Rubric.default() if rubric is None else rubric
     outcomes: dict[K, Outcome] = {}
-    items = list(prompts.items())
+    if checkpoint is not None:
+        done = _checkpoint.load(checkpoint, rules)
+        stray = [k for k in done if k not in prompts]
+        if stray:
+            raise InvalidInputError(
+                f"the checkpoint {checkpoint} holds {len(stray)} prompt ids this run does not "
+                "have: it belongs to another run"
+            )
+        outcomes.update(cast("dict[K, Outcome]", done))
+    bar = _Progress(len(prompts), label, enabled=progress)
+    tally = ArmTally.of(outcomes.values())
+    items = [(k, p) for k, p in prompts.items() if k not in outcomes]
     size = _batch_size(generate)
     try:
         for start in range(0, len(items), size):
@@ -164,14 +178,16 @@ def _outcomes(
             results = _generate_chunk([p for _, p in chunk], generate)
             for (prompt_id, _prompt), result in zip(chunk, results, strict=True):
                 axis = None if axis_of is None else axis_of(prompt_id)
-                outcome = classify(result, rubric, axis=axis)
+                outcome = classify(result, rules, axis=axis)
                 outcomes[prompt_id] = outcome
                 tally = tally + ArmTally.of([outcome])
             del results
+            if checkpoint is not None:
+                _checkpoint.save(checkpoint, cast("dict[Hashable, Outcome]", outcomes))
             bar.update(tally)
     finally:
         bar.close()
-    return outcomes
+    return {k: outcomes[k] for k in prompts}
 
 
 def run_arm(
@@ -181,6 +197,7 @@ def run_arm(
     *,
     axis_of: Callable[[K], Hashable | None] | None = None,
     progress: bool | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> ArmTally:
     """Generate and classify every prompt; return the tally.
 
@@ -191,8 +208,19 @@ def run_arm(
         rubric: the rules (``Rubric.default()`` when ``None``).
         axis_of: the axis of a prompt id, for axis-mapped rubrics (``None``: none).
         progress: show counts on stderr (default: only on a terminal).
+        checkpoint: a JSON file of outcomes by prompt id (never text), rewritten
+            atomically after every batch. When it exists the run resumes: prompts it
+            already holds are not generated again. Prompt ids must be str or int.
     """
-    outcomes = _outcomes(prompts, generate, rubric, axis_of=axis_of, progress=progress, label="arm")
+    outcomes = _outcomes(
+        prompts,
+        generate,
+        rubric,
+        axis_of=axis_of,
+        progress=progress,
+        label="arm",
+        checkpoint=None if checkpoint is None else Path(checkpoint),
+    )
     return ArmTally.of(outcomes.values())
 
 
