@@ -202,3 +202,38 @@ def test_checkpoint_of_another_run_or_rubric_is_refused(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("[1]")
     with pytest.raises(InvalidInputError, match="not a probewise checkpoint"):
         run_arm(PROMPTS, from_table(ARM_A), checkpoint=tmp_path / "bad.json", progress=False)
+
+
+def test_run_paired_resumes_both_arms(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "run.json"
+    calls: list[str] = []
+
+    def b_killed_after_two(prompt: str) -> Completion:
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(prompt)
+        return from_table(ARM_B)(prompt)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_paired(
+            PROMPTS, from_table(ARM_A), b_killed_after_two, checkpoint=checkpoint, progress=False
+        )
+    assert (tmp_path / "run.a.json").exists()
+    assert len(json.loads((tmp_path / "run.b.json").read_text())["outcomes"]) == 2
+    again: list[str] = []
+
+    def counting(table: dict[str, str]) -> object:
+        def generate(prompt: str) -> Completion:
+            again.append(prompt)
+            return from_table(table)(prompt)
+
+        return generate
+
+    resumed = run_paired(
+        PROMPTS, counting(ARM_A), counting(ARM_B), checkpoint=checkpoint, progress=False
+    )
+    assert len(again) == len(PROMPTS) - 2  # arm A complete, arm B had two
+    whole = run_paired(PROMPTS, from_table(ARM_A), from_table(ARM_B), progress=False)
+    assert resumed.tally_a == whole.tally_a
+    assert resumed.tally_b == whole.tally_b
+    assert resumed.mcnemar == whole.mcnemar

@@ -510,3 +510,34 @@ def test_workers_must_be_positive(tmp_path: Path) -> None:
     path = big_trace(tmp_path / "t.json", 3)
     with pytest.raises(ValueError, match="workers"):
         read_chrome_trace(path, workers=0)
+
+
+def test_steps_with_kernels_but_no_launch_events(tmp_path: Path) -> None:
+    # Found by the fuzz test: a damaged trace kept a ProfilerStep span and a kernel
+    # but lost every cudaLaunchKernel event; matching kernels to steps indexed an
+    # empty array.
+    events = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "ts": 0,
+            "dur": 100,
+            "pid": 1,
+            "tid": 1,
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k",
+            "ts": 10,
+            "dur": 5,
+            "pid": 0,
+            "tid": 7,
+            "args": {"correlation": 3},
+        },
+    ]
+    path = write(tmp_path, json.dumps({"traceEvents": events}).encode(), "no-launches")
+    table = read_chrome_trace(path)
+    assert table.kernel_us == 5.0
+    assert [(s.step, s.kernel_us, s.device_events) for s in table.steps] == [(1, 0.0, 0)]

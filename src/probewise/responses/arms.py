@@ -289,6 +289,12 @@ class PairedResult:
         raise KeyError(bucket)
 
 
+def _arm_files(path: Path) -> tuple[Path, Path]:
+    suffix = path.suffix or ".json"
+    stem = path.with_suffix("") if path.suffix else path
+    return stem.with_name(stem.name + ".a" + suffix), stem.with_name(stem.name + ".b" + suffix)
+
+
 def run_paired(
     prompts: Mapping[K, P],
     generate_a: Generate[P],
@@ -297,18 +303,34 @@ def run_paired(
     *,
     axis_of: Callable[[K], Hashable | None] | None = None,
     progress: bool | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> PairedResult:
     """Run both arms over the same prompts and compare them pair by pair.
 
-    Arm A runs over every prompt, then arm B. The control verdict
+    Arm A runs over every prompt, then arm B. With ``checkpoint=PATH`` each arm keeps
+    its own checkpoint beside it (``PATH`` with ``.a`` / ``.b`` before the suffix,
+    e.g. ``run.a.json`` and ``run.b.json``), and a rerun resumes both. The control verdict
     (:func:`~probewise.compare_arms`) reads the two tallies; the McNemar tests read
     the pairs, which is the right test when the same prompts went to both arms.
     """
+    files = (None, None) if checkpoint is None else _arm_files(Path(checkpoint))
     outcomes_a = _outcomes(
-        prompts, generate_a, rubric, axis_of=axis_of, progress=progress, label="arm A"
+        prompts,
+        generate_a,
+        rubric,
+        axis_of=axis_of,
+        progress=progress,
+        label="arm A",
+        checkpoint=files[0],
     )
     outcomes_b = _outcomes(
-        prompts, generate_b, rubric, axis_of=axis_of, progress=progress, label="arm B"
+        prompts,
+        generate_b,
+        rubric,
+        axis_of=axis_of,
+        progress=progress,
+        label="arm B",
+        checkpoint=files[1],
     )
     pairs = tuple(OutcomePair(prompt_id=k, a=outcomes_a[k], b=outcomes_b[k]) for k in prompts)
     tally_a = ArmTally.of(outcomes_a.values())

@@ -509,7 +509,10 @@ class _Totals:
         at = np.searchsorted(launch_corr, corr)
         found = at < len(launch_corr)
         found[found] = launch_corr[at[found]] == corr[found]
-        launched = np.where(found, launch_ts[np.minimum(at, max(len(launch_ts) - 1, 0))], np.nan)
+        if len(launch_ts) == 0:  # device events but no launch events (a damaged trace)
+            launched = np.full(corr.shape, np.nan)
+        else:
+            launched = np.where(found, launch_ts[np.minimum(at, len(launch_ts) - 1)], np.nan)
         index = np.searchsorted(starts, launched, side="right") - 1
         inside = found & (index >= 0)
         inside[inside] = launched[inside] <= ends[index[inside]]
