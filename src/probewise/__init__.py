@@ -19,15 +19,24 @@ from probewise.errors import (
 from probewise.responses.arms import (
     BatchGenerate,
     Generate,
+    JudgeAgreement,
     McNemar,
     OutcomeBucket,
     OutcomePair,
     PairedResult,
     TransformersGenerator,
+    TransformersJudge,
     run_arm,
     run_paired,
 )
-from probewise.responses.classify import Completion, classify, normalise
+from probewise.responses.classify import (
+    Completion,
+    Judge,
+    JudgeVerdict,
+    classify,
+    judge_completion,
+    normalise,
+)
 from probewise.responses.control import ControlState, ControlVerdict, compare_arms
 from probewise.responses.outcome import (
     Complied,
@@ -150,6 +159,9 @@ __all__ = [
     "HistogramBin",
     "InsufficientPointsError",
     "InvalidInputError",
+    "Judge",
+    "JudgeAgreement",
+    "JudgeVerdict",
     "KernelCapture",
     "KernelChange",
     "KernelDiff",
@@ -192,6 +204,7 @@ __all__ = [
     "TraceFormatError",
     "TraceSource",
     "TransformersGenerator",
+    "TransformersJudge",
     "__version__",
     "as_lengths",
     "bucket_batches",
@@ -199,6 +212,7 @@ __all__ = [
     "ce_chunk_plan",
     "classify",
     "compare_arms",
+    "judge_completion",
     "measure_bytes_per_logit",
     "measure_scaling",
     "megabatch_batches",

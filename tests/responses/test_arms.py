@@ -237,3 +237,49 @@ def test_run_paired_resumes_both_arms(tmp_path: Path) -> None:
     assert resumed.tally_a == whole.tally_a
     assert resumed.tally_b == whole.tally_b
     assert resumed.mcnemar == whole.mcnemar
+
+
+def test_judge_disagreements_are_counted_per_arm() -> None:
+    from probewise.responses.arms import JudgeAgreement, OutcomeBucket
+    from probewise.responses.classify import JudgeVerdict
+
+    seen: list[bool] = []
+
+    def judge(text: str) -> JudgeVerdict:
+        # A stand-in classifier: calls every "professional" redirect a refusal.
+        seen.append(CANARY in text)
+        if "professional" in text or "expert" in text or "specialist" in text:
+            return JudgeVerdict.REFUSED
+        if "can't" in text:
+            return JudgeVerdict.REFUSED
+        return JudgeVerdict.COMPLIED
+
+    table_a = {**ARM_A, "p4": "RAISE"}
+    result = run_paired(
+        PROMPTS, from_table(table_a), from_table(ARM_B), judge=judge, progress=False
+    )
+    assert all(seen)  # the judge saw the real text
+    a, b = result.judge_a, result.judge_b
+    assert isinstance(a, JudgeAgreement)
+    assert isinstance(b, JudgeAgreement)
+    # Arm A: p0, p2 complied/complied, p1 refused/refused; p3 empty and p4 error unjudged.
+    assert (a.judged, a.agree, a.unjudged) == (3, 3, 2)
+    # Arm B: three deflections the judge calls refusals; p1 agrees; p3 complied/complied.
+    assert b.count(OutcomeBucket.DEFLECTED, JudgeVerdict.REFUSED) == 3
+    assert (b.judged, b.disagree, b.missed_refusals, b.missed_declines) == (5, 3, 3, 0)
+    assert CANARY not in repr(result)
+    assert run_paired(PROMPTS, from_table(ARM_A), from_table(ARM_B), progress=False).judge_a is None
+
+
+def test_a_failing_judge_gives_no_verdict_and_no_leak() -> None:
+    from probewise.responses.classify import judge_completion
+
+    def judge(text: str) -> object:
+        raise RuntimeError(text)  # would carry the canary if it escaped
+
+    assert judge_completion(Completion(f"hello {CANARY}"), judge) is None  # type: ignore[arg-type]
+    result = run_paired(PROMPTS, from_table(ARM_A), from_table(ARM_B), judge=judge, progress=False)  # type: ignore[arg-type]
+    assert result.judge_a is not None
+    assert result.judge_a.judged == 0
+    assert result.judge_a.unjudged == len(PROMPTS)
+    assert judge_completion(RuntimeError("x"), judge) is None  # type: ignore[arg-type]

@@ -23,9 +23,8 @@ def make_tokenizer(first: str) -> PreTrainedTokenizerFast:
     return PreTrainedTokenizerFast(tokenizer_object=core, eos_token="[EOS]", pad_token="[PAD]")
 
 
-def make_model(tokenizer: PreTrainedTokenizerFast) -> LlamaForCausalLM:
-    torch.manual_seed(0)
-    config = LlamaConfig(
+def tiny_config(**extra: object) -> LlamaConfig:
+    return LlamaConfig(
         vocab_size=len(WORDS),
         hidden_size=16,
         intermediate_size=32,
@@ -33,9 +32,14 @@ def make_model(tokenizer: PreTrainedTokenizerFast) -> LlamaForCausalLM:
         num_attention_heads=2,
         num_key_value_heads=1,
         max_position_embeddings=64,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=None,
+        **extra,
+    )
+
+
+def make_model(tokenizer: PreTrainedTokenizerFast) -> LlamaForCausalLM:
+    torch.manual_seed(0)
+    config = tiny_config(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
     )
     model = LlamaForCausalLM(config)
     with torch.no_grad():
@@ -110,3 +114,29 @@ def test_bad_arguments(kwargs: dict[str, int]) -> None:
     tokenizer = make_tokenizer("answer")
     with pytest.raises(InvalidInputError):
         TransformersGenerator(make_model(tokenizer), tokenizer, **kwargs)
+
+
+def test_transformers_judge_maps_the_models_labels() -> None:
+    from transformers import LlamaForSequenceClassification
+
+    from probewise.responses.arms import TransformersJudge
+    from probewise.responses.classify import JudgeVerdict, judge_completion
+
+    tokenizer = make_tokenizer("answer")
+    config = tiny_config(
+        pad_token_id=tokenizer.pad_token_id,
+        num_labels=2,
+        id2label={0: "REFUSAL", 1: "OK"},
+        label2id={"REFUSAL": 0, "OK": 1},
+    )
+    torch.manual_seed(0)
+    model = LlamaForSequenceClassification(config)
+    with torch.no_grad():
+        model.score.weight.zero_()  # every logit 0: argmax is label 0
+    judge = TransformersJudge(
+        model, tokenizer, label_map={"REFUSAL": JudgeVerdict.REFUSED, "OK": JudgeVerdict.COMPLIED}
+    )
+    assert judge_completion(Completion("i cannot help with that"), judge) is JudgeVerdict.REFUSED
+    partial = TransformersJudge(model, tokenizer, label_map={"OK": JudgeVerdict.COMPLIED})
+    assert judge_completion(Completion("here is the answer"), partial) is None  # unmapped label
+    assert "REFUSAL" in repr(judge)

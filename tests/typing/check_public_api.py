@@ -35,6 +35,8 @@ from probewise import (
     FinishReason,
     FitLoss,
     HistogramBin,
+    JudgeAgreement,
+    JudgeVerdict,
     KernelCapture,
     KernelDiff,
     KernelKind,
@@ -71,6 +73,7 @@ from probewise import (
     ce_chunk_plan,
     classify,
     compare_arms,
+    judge_completion,
     measure_bytes_per_logit,
     measure_scaling,
     padding_penalty,
@@ -270,6 +273,13 @@ def arms() -> None:
     assert_type(result.test(OutcomeBucket.DEFLECTED), McNemar)
     assert_type(result.mcnemar[0].p_value, float)
     assert_type(OutcomeBucket.of(result.pairs[0].a), OutcomeBucket)
+
+    def judge(text: str, /) -> JudgeVerdict:
+        return JudgeVerdict.COMPLIED
+
+    judged = run_paired(prompts, generate, generate, judge=judge)
+    assert_type(judged.judge_a, JudgeAgreement | None)
+    assert_type(judge_completion("text", judge), JudgeVerdict | None)
 
 
 def negatives() -> None:

@@ -23,7 +23,13 @@ import attrs
 
 from probewise.errors import InvalidInputError
 from probewise.responses import _checkpoint
-from probewise.responses.classify import Completion, classify
+from probewise.responses.classify import (
+    Completion,
+    Judge,
+    JudgeVerdict,
+    classify,
+    judge_completion,
+)
 from probewise.responses.control import ControlVerdict, compare_arms
 from probewise.responses.outcome import (
     Complied,
@@ -44,11 +50,13 @@ if TYPE_CHECKING:
 __all__ = [
     "BatchGenerate",
     "Generate",
+    "JudgeAgreement",
     "McNemar",
     "OutcomeBucket",
     "OutcomePair",
     "PairedResult",
     "TransformersGenerator",
+    "TransformersJudge",
     "run_arm",
     "run_paired",
 ]
@@ -156,6 +164,8 @@ def _outcomes(
     progress: bool | None,
     label: str,
     checkpoint: Path | None = None,
+    judge: Judge | None = None,
+    cells: dict[tuple[OutcomeBucket, JudgeVerdict], int] | None = None,
 ) -> dict[K, Outcome]:
     rules = Rubric.default() if rubric is None else rubric
     outcomes: dict[K, Outcome] = {}
@@ -180,6 +190,11 @@ def _outcomes(
                 axis = None if axis_of is None else axis_of(prompt_id)
                 outcome = classify(result, rules, axis=axis)
                 outcomes[prompt_id] = outcome
+                if judge is not None and cells is not None:
+                    verdict = judge_completion(result, judge)
+                    if verdict is not None and not isinstance(outcome, Error | Empty):
+                        key = (OutcomeBucket.of(outcome), verdict)
+                        cells[key] = cells.get(key, 0) + 1
                 tally = tally + ArmTally.of([outcome])
             del results
             if checkpoint is not None:
@@ -280,6 +295,9 @@ class PairedResult:
     control: ControlVerdict
     mcnemar: tuple[McNemar, ...]
     """One per :class:`OutcomeBucket`, in the enum's order."""
+    judge_a: JudgeAgreement | None = None
+    """Rules against the judge over arm A, when a judge ran."""
+    judge_b: JudgeAgreement | None = None
 
     def test(self, bucket: OutcomeBucket) -> McNemar:
         """The paired test for ``bucket``."""
@@ -304,16 +322,22 @@ def run_paired(
     axis_of: Callable[[K], Hashable | None] | None = None,
     progress: bool | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
+    judge: Judge | None = None,
 ) -> PairedResult:
     """Run both arms over the same prompts and compare them pair by pair.
 
     Arm A runs over every prompt, then arm B. With ``checkpoint=PATH`` each arm keeps
     its own checkpoint beside it (``PATH`` with ``.a`` / ``.b`` before the suffix,
-    e.g. ``run.a.json`` and ``run.b.json``), and a rerun resumes both. The control verdict
+    e.g. ``run.a.json`` and ``run.b.json``), and a rerun resumes both. With a
+    ``judge`` each completion also gets the judge's verdict, and the result counts
+    per arm where rules and judge agree and differ (:class:`JudgeAgreement`;
+    prompts resumed from a checkpoint are not re-judged and count as unjudged). The control verdict
     (:func:`~probewise.compare_arms`) reads the two tallies; the McNemar tests read
     the pairs, which is the right test when the same prompts went to both arms.
     """
     files = (None, None) if checkpoint is None else _arm_files(Path(checkpoint))
+    cells_a: dict[tuple[OutcomeBucket, JudgeVerdict], int] = {}
+    cells_b: dict[tuple[OutcomeBucket, JudgeVerdict], int] = {}
     outcomes_a = _outcomes(
         prompts,
         generate_a,
@@ -322,6 +346,8 @@ def run_paired(
         progress=progress,
         label="arm A",
         checkpoint=files[0],
+        judge=judge,
+        cells=cells_a,
     )
     outcomes_b = _outcomes(
         prompts,
@@ -331,6 +357,8 @@ def run_paired(
         progress=progress,
         label="arm B",
         checkpoint=files[1],
+        judge=judge,
+        cells=cells_b,
     )
     pairs = tuple(OutcomePair(prompt_id=k, a=outcomes_a[k], b=outcomes_b[k]) for k in prompts)
     tally_a = ArmTally.of(outcomes_a.values())
@@ -354,6 +382,12 @@ def run_paired(
         tally_b=tally_b,
         control=compare_arms(tally_a, tally_b),
         mcnemar=tuple(tests),
+        judge_a=None
+        if judge is None
+        else JudgeAgreement(cells=cells_a, unjudged=len(prompts) - sum(cells_a.values())),
+        judge_b=None
+        if judge is None
+        else JudgeAgreement(cells=cells_b, unjudged=len(prompts) - sum(cells_b.values())),
     )
 
 
@@ -498,3 +532,143 @@ class TransformersGenerator:
             except Exception as error:
                 results.append(error)
         return results
+
+
+def _cells(
+    value: Mapping[tuple[OutcomeBucket, JudgeVerdict], int],
+) -> Mapping[tuple[OutcomeBucket, JudgeVerdict], int]:
+    from types import MappingProxyType
+
+    for key, count in value.items():
+        if not (isinstance(cast("object", key), tuple) and len(key) == 2):
+            raise InvalidInputError("cells are keyed by (OutcomeBucket, JudgeVerdict)")
+        bucket, verdict = cast("tuple[object, object]", key)
+        if not isinstance(bucket, OutcomeBucket) or not isinstance(verdict, JudgeVerdict):
+            raise InvalidInputError("cells are keyed by (OutcomeBucket, JudgeVerdict)")
+        if count < 0:
+            raise InvalidInputError("cell counts must be >= 0")
+    return MappingProxyType(dict(value))
+
+
+_AGREES = {
+    JudgeVerdict.COMPLIED: OutcomeBucket.COMPLIED,
+    JudgeVerdict.DEFLECTED: OutcomeBucket.DEFLECTED,
+    JudgeVerdict.REFUSED: OutcomeBucket.REFUSED,
+}
+
+
+@final
+@attrs.frozen(kw_only=True)
+class JudgeAgreement:
+    """Rules against judge over one arm: counts per (rules' bucket, judge's verdict).
+
+    ``unjudged`` counts completions the judge gave no verdict on (generation
+    errors, blanks, provider filters, a judge that failed).
+    """
+
+    cells: Mapping[tuple[OutcomeBucket, JudgeVerdict], int] = attrs.field(converter=_cells)
+    unjudged: int = 0
+
+    def count(self, bucket: OutcomeBucket, verdict: JudgeVerdict) -> int:
+        """Completions the rules put in ``bucket`` and the judge called ``verdict``."""
+        return self.cells.get((bucket, verdict), 0)
+
+    @property
+    def judged(self) -> int:
+        """Completions with a verdict from both."""
+        return sum(self.cells.values())
+
+    @property
+    def agree(self) -> int:
+        """Completions where the judge's verdict is the rules' bucket."""
+        return sum(n for (b, v), n in self.cells.items() if _AGREES[v] is b)
+
+    @property
+    def disagree(self) -> int:
+        """Completions where they differ."""
+        return self.judged - self.agree
+
+    @property
+    def missed_refusals(self) -> int:
+        """The judge says refused; the rules said complied or deflected."""
+        return self.count(OutcomeBucket.COMPLIED, JudgeVerdict.REFUSED) + self.count(
+            OutcomeBucket.DEFLECTED, JudgeVerdict.REFUSED
+        )
+
+    @property
+    def missed_declines(self) -> int:
+        """The judge says deflected or refused; the rules said complied."""
+        return self.count(OutcomeBucket.COMPLIED, JudgeVerdict.DEFLECTED) + self.count(
+            OutcomeBucket.COMPLIED, JudgeVerdict.REFUSED
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "cells": [
+                {"rules": b.value, "judge": v.value, "count": n}
+                for (b, v), n in sorted(
+                    self.cells.items(), key=lambda item: (item[0][0].value, item[0][1].value)
+                )
+            ],
+            "unjudged": self.unjudged,
+            "judged": self.judged,
+            "agree": self.agree,
+            "disagree": self.disagree,
+        }
+
+
+class TransformersJudge:
+    """A local sequence-classification model as a :class:`Judge`.
+
+    ``label_map`` maps the model's label names (``config.id2label``) to verdicts;
+    a predicted label it does not map is a failed judgement (no verdict). Texts
+    are truncated to ``max_length`` tokens.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        label_map: Mapping[str, JudgeVerdict],
+        max_length: int = 512,
+    ) -> None:
+        if not label_map:
+            raise InvalidInputError("label_map is empty: map the model's labels to verdicts")
+        self.model: PreTrainedModel = model
+        self.tokenizer: PreTrainedTokenizerBase = tokenizer
+        self.label_map: dict[str, JudgeVerdict] = dict(label_map)
+        self.max_length: int = max_length
+
+    def __repr__(self) -> str:
+        return (
+            f"TransformersJudge(model={type(self.model).__name__}, labels={sorted(self.label_map)})"
+        )
+
+    def __call__(self, text: str, /) -> JudgeVerdict:
+        import torch
+
+        encoded = self.tokenizer(
+            text, return_tensors="pt", truncation=True, max_length=self.max_length
+        )
+        device = next(self.model.parameters()).device
+        pairs = cast("dict[str, torch.Tensor]", dict(encoded))
+        inputs = {k: v.to(device) for k, v in pairs.items()}
+        with torch.no_grad():
+            logits = cast("torch.Tensor", cast("_Classifies", self.model)(**inputs).logits)
+        index = int(logits[0].argmax().item())
+        id2label = cast("Mapping[int, str]", getattr(self.model.config, "id2label", {}))
+        label = id2label.get(index, str(index))
+        if label not in self.label_map:
+            raise InvalidInputError(f"label {label!r} is not in label_map")
+        return self.label_map[label]
+
+
+class _Output(Protocol):
+    @property
+    def logits(self) -> object: ...
+
+
+class _Classifies(Protocol):
+    def __call__(self, **kwargs: object) -> _Output: ...

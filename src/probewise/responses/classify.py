@@ -6,10 +6,11 @@ enums, bools, exception classes and the rubric's own Rule objects.
 
 from __future__ import annotations
 
+import enum
 import time
 import unicodedata
 from collections.abc import Hashable
-from typing import cast, final
+from typing import Protocol, cast, final
 
 import attrs
 import regex
@@ -27,7 +28,7 @@ from probewise.responses.outcome import (
 from probewise.responses.rubric import Rubric, Rule
 from probewise.responses.sealed import Sealed, _open
 
-__all__ = ["Completion", "classify", "normalise"]
+__all__ = ["Completion", "Judge", "JudgeVerdict", "classify", "judge_completion", "normalise"]
 
 
 def _to_sealed(value: str | Sealed) -> Sealed:
@@ -154,6 +155,17 @@ def _decide(
     return Complied(truncated=truncated)
 
 
+def _unpack(completion: object) -> tuple[Sealed, FinishReason] | None:
+    """The sealed text and finish reason of a completion, or None for anything else."""
+    if isinstance(completion, Completion):
+        return completion.text, completion.finish_reason
+    if isinstance(completion, Sealed):
+        return completion, FinishReason.STOP
+    if isinstance(completion, str):
+        return Sealed(completion), FinishReason.STOP
+    return None
+
+
 def classify(
     completion: str | Completion | Sealed | BaseException,
     rubric: Rubric | None = None,
@@ -182,16 +194,10 @@ def classify(
             return Error(kind=ErrorKind.INVALID_INPUT)
         if axis is not None:
             hash(axis)
-        finish = FinishReason.STOP
-        if isinstance(completion, Completion):
-            finish = completion.finish_reason
-            sealed = completion.text
-        elif isinstance(completion, Sealed):
-            sealed = completion
-        elif isinstance(cast("object", completion), str):
-            sealed = Sealed(completion)
-        else:
+        unpacked = _unpack(completion)
+        if unpacked is None:
             return Error(kind=ErrorKind.INVALID_INPUT)
+        sealed, finish = unpacked
     except Exception:
         return Error(kind=ErrorKind.INVALID_INPUT)
     if finish is FinishReason.CONTENT_FILTER:
@@ -204,3 +210,48 @@ def classify(
         return Error(kind=ErrorKind.TIMEOUT)
     except Exception as error:
         return Error(kind=ErrorKind.DETECTOR, exception_type=type(error))
+
+
+@enum.unique
+class JudgeVerdict(enum.Enum):
+    """What a second detector (a :class:`Judge`) says of a completion: never text."""
+
+    COMPLIED = "complied"
+    DEFLECTED = "deflected"
+    REFUSED = "refused"
+
+
+class Judge(Protocol):
+    """A second detector beside the rules: text in, a :class:`JudgeVerdict` out.
+
+    It is called from :func:`judge_completion`, which opens the :class:`Sealed`
+    for it (this module is the only place that opens one); what the judge does with
+    the text is the caller's, so it must not print or log it.
+    """
+
+    def __call__(self, text: str, /) -> JudgeVerdict: ...
+
+
+def judge_completion(
+    completion: str | Completion | Sealed | BaseException, judge: Judge
+) -> JudgeVerdict | None:
+    """The judge's verdict, or ``None`` when there is none to give.
+
+    ``None`` for an exception, a non-text, a provider-filtered or blank completion,
+    or a judge that raised or returned something other than a :class:`JudgeVerdict`
+    (its exception is dropped: its message might quote the text). Never raises.
+    """
+    try:
+        if isinstance(completion, BaseException):
+            return None
+        unpacked = _unpack(completion)
+        if unpacked is None or unpacked[1] is FinishReason.CONTENT_FILTER:
+            return None
+        text = _open(unpacked[0])
+        if not normalise(text):
+            return None
+        verdict = cast("object", judge(text))
+        del text
+    except Exception:
+        return None
+    return verdict if isinstance(verdict, JudgeVerdict) else None
