@@ -283,3 +283,47 @@ def test_a_failing_judge_gives_no_verdict_and_no_leak() -> None:
     assert result.judge_a.judged == 0
     assert result.judge_a.unjudged == len(PROMPTS)
     assert judge_completion(RuntimeError("x"), judge) is None  # type: ignore[arg-type]
+
+
+_KILL_SCRIPT = """
+import sys, time
+from probewise import Completion
+from probewise.responses.arms import run_arm
+prompts = {f"p{i}": f"prompt {i}" for i in range(40)}
+def generate(prompt):
+    time.sleep(0.05)
+    return Completion("Here is the answer.")
+run_arm(prompts, generate, checkpoint=sys.argv[1], progress=False)
+"""
+
+
+def test_resume_after_a_real_kill(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    checkpoint = tmp_path / "arm.json"
+    child = subprocess.Popen([sys.executable, "-c", _KILL_SCRIPT, str(checkpoint)])
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if checkpoint.exists() and len(json.loads(checkpoint.read_text())["outcomes"]) >= 5:
+                break
+            time.sleep(0.02)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    done = len(json.loads(checkpoint.read_text())["outcomes"])  # a whole file: atomic writes
+    assert 5 <= done < 40
+    calls: list[str] = []
+
+    def generate(prompt: str) -> Completion:
+        calls.append(prompt)
+        return Completion("Here is the answer.")
+
+    prompts: dict[Hashable, str] = {f"p{i}": f"prompt {i}" for i in range(40)}
+    tally = run_arm(prompts, generate, checkpoint=checkpoint, progress=False)
+    assert len(calls) == 40 - done
+    assert tally.complied == 40

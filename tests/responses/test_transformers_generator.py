@@ -140,3 +140,16 @@ def test_transformers_judge_maps_the_models_labels() -> None:
     partial = TransformersJudge(model, tokenizer, label_map={"OK": JudgeVerdict.COMPLIED})
     assert judge_completion(Completion("here is the answer"), partial) is None  # unmapped label
     assert "REFUSAL" in repr(judge)
+
+
+def test_chat_template_wraps_each_prompt_as_one_user_turn() -> None:
+    tokenizer = make_tokenizer("answer")
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['role'] }} {{ m['content'] }}{% endfor %}"
+        "{% if add_generation_prompt %} answer{% endif %}"
+    )
+    generator = TransformersGenerator(make_model(tokenizer), tokenizer, max_new_tokens=2)
+    assert generator._texts(["is the"]) == ["user is the answer"]
+    plain = TransformersGenerator(make_model(tokenizer), tokenizer, chat_template=False)
+    assert plain._texts(["is the"]) == ["is the"]
+    assert generator("is the").finish_reason is FinishReason.LENGTH

@@ -96,28 +96,27 @@ class OutcomeBucket(enum.Enum):
 
 
 class _Progress:
-    """Counts on stderr, on a terminal only; never a prompt or a completion."""
+    """A tqdm bar on stderr (on a terminal only, by default) showing counts, never text."""
 
     def __init__(self, total: int, label: str, *, enabled: bool | None) -> None:
-        self.total = total
-        self.label = label
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.tally = ArmTally()
+        from tqdm import tqdm
+
+        on = sys.stderr.isatty() if enabled is None else enabled
+        self.bar = tqdm(total=total, desc=label, unit="prompt", file=sys.stderr, disable=not on)
+        self.seen = 0
 
     def update(self, tally: ArmTally) -> None:
-        self.tally = tally
-        if self.enabled:
-            t = tally
-            sys.stderr.write(
-                f"\r{self.label}: {t.n}/{self.total}  complied {t.complied}  deflected "
-                f"{t.deflected}  refused {t.refused}  empty {t.empty}  error {t.error}"
-            )
-            sys.stderr.flush()
+        t = tally
+        self.bar.set_postfix_str(
+            f"complied {t.complied} deflected {t.deflected} refused {t.refused} "
+            f"empty {t.empty} error {t.error}",
+            refresh=False,
+        )
+        self.bar.update(t.n - self.seen)
+        self.seen = t.n
 
     def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        self.bar.close()
 
 
 def _batch_size(generate: object) -> int:
