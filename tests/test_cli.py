@@ -291,3 +291,20 @@ def test_demo_part_two_runs_tiny_local_models(capsys: pytest.CaptureFixture[str]
     assert "part 2" not in capsys.readouterr().out
     assert main(["demo"]) == 0
     assert "McNemar p" in capsys.readouterr().out
+
+
+def test_buckets_subcommand_is_the_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise import read_lengths, sweep_buckets
+
+    path = _lengths_file(tmp_path)
+    assert main(["buckets", str(path), "--batch-size", "8", "--sizes", "64,512", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    expected = sweep_buckets(read_lengths(path), batch_size=8, bucket_sizes=[64, 512]).to_dict()
+    assert document["sweep"] == expected
+    assert main(["buckets", str(path), "--batch-size", "8", "--source-field", "src"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("length buckets") == 9  # the default widths, 16 .. 4,096
+    assert main(["buckets", str(path), "--batch-size", "8", "--sizes", "x"]) == 2
+    assert "comma-separated" in capsys.readouterr().err

@@ -337,3 +337,26 @@ def _print_plan(plan: ChunkPlan) -> None:
             f"  chunk {plan.chunk_tokens:,} tokens x {plan.n_chunks:,} chunks "
             f"(peak {_size(plan.peak_bytes_chunked)})"
         )
+
+
+def run_sweep_only(args: argparse.Namespace) -> int:
+    """``probewise buckets``: the sweep table (no stats, padding or CE plan in text mode)."""
+    if args.batch_size is None:
+        raise InvalidInputError("the sweep needs --batch-size")
+    sizes = _parse_sweep(str(args.sweep))
+    data = _load(args)
+    sweep = sweep_buckets(
+        data, batch_size=int(args.batch_size), bucket_sizes=sizes, seed=int(args.seed)
+    )
+    if args.plot is not None:
+        from probewise._plot import plot_lengths
+
+        plot_lengths(Path(str(args.plot)), LengthStats.of(data), sweep)
+    if args.json:
+        print(json.dumps({"file": data.path, "sweep": sweep.to_dict()}, indent=2, allow_nan=False))
+        return 0
+    print(f"{data.path}: {len(data):,} sequences")
+    _print_sweep(sweep)
+    if args.plot is not None:
+        print(f"\nplot written to {args.plot}")
+    return 0

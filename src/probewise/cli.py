@@ -23,6 +23,7 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
     "probewise._cli_demo",
     "probewise._cli_kernels",
     "probewise._cli_lengths",
+    "probewise._cli_buckets",
     "probewise._cli_fit",
 )
 

@@ -264,6 +264,7 @@ def test_read_text_file(tmp_path: Path) -> None:
         ("4\n2.5\n", 2, "not an integer"),
         ("4\nnan\n", 2, "not an integer"),
         ("abc\n", 1, "not an integer"),
+        ("4\n99999999999999999999\n", 2, "does not fit in 64 bits"),
     ],
 )
 def test_bad_text_lines_named(tmp_path: Path, text: str, line: int, match: str) -> None:

@@ -248,7 +248,7 @@ def read_lengths(
         values = list(map(int, lines))
     except ValueError:
         values = None
-    if values is not None and all(value > 0 for value in values):
+    if values is not None and all(0 < value <= _INT64_MAX for value in values):
         return LengthInput(lengths=np.array(values, dtype=np.int64), path=str(file))
     for number, line in enumerate(lines, start=1):
         reason = _text_line_reason(line)
