@@ -24,31 +24,19 @@ logits, so the ratio carries over to the full size.
 from __future__ import annotations
 
 import gc
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 import attrs
 
 from probewise.errors import InvalidInputError
+from probewise.throughput._checks import finite_non_negative, positive
 from probewise.throughput.lengths import LogitsDtype
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["LogitMemory", "measure_bytes_per_logit"]
-
-
-def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value < 1:
-        raise InvalidInputError(f"{attribute.name} must be >= 1, got {value}")
-
-
-def _finite_non_negative(
-    _instance: object, attribute: attrs.Attribute[float], value: float
-) -> None:
-    if not (math.isfinite(value) and value >= 0.0):
-        raise InvalidInputError(f"{attribute.name} must be finite and >= 0, got {value}")
 
 
 @final
@@ -62,13 +50,13 @@ class LogitMemory:
     ``bytes_per_logit`` is ``peak_bytes / (tokens * vocab_size)``.
     """
 
-    vocab_size: int = attrs.field(validator=_positive)
-    tokens: int = attrs.field(validator=_positive)
+    vocab_size: int = attrs.field(validator=positive)
+    tokens: int = attrs.field(validator=positive)
     logits_dtype: LogitsDtype = attrs.field(validator=attrs.validators.instance_of(LogitsDtype))
     backward: bool
-    peak_bytes: int = attrs.field(validator=_positive)
-    logits_bytes: int = attrs.field(validator=_positive)
-    bytes_per_logit: float = attrs.field(validator=_finite_non_negative)
+    peak_bytes: int = attrs.field(validator=positive)
+    logits_bytes: int = attrs.field(validator=positive)
+    bytes_per_logit: float = attrs.field(validator=finite_non_negative)
 
     def __attrs_post_init__(self) -> None:
         expected = self.tokens * self.vocab_size * self.logits_dtype.itemsize
@@ -140,9 +128,7 @@ def measure_bytes_per_logit(
             raise InvalidInputError(f"{name} must be an int, got {value!r}")
         if value < least:
             raise InvalidInputError(f"{name} must be >= {least}, got {value}")
-    dtype = LogitsDtype.parse(logits_dtype) if isinstance(logits_dtype, str) else logits_dtype
-    if not isinstance(dtype, LogitsDtype):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidInputError(f"logits_dtype must be a LogitsDtype or str, got {dtype!r}")
+    dtype = LogitsDtype.parse(logits_dtype)
 
     # Twice, reporting the second: the first call in a process runs one-time work
     # (torch imports torch._dynamo on a dispatch mode's first use, and a caller's loss

@@ -18,9 +18,9 @@ from torch.utils._pytree import tree_leaves
 from probewise.errors import InvalidInputError
 from probewise.throughput.lengths import LogitsDtype
 
-__all__ = ["peak_once"]
+__all__ = ["TORCH_DTYPES", "peak_once", "random_logits"]
 
-_TORCH_DTYPES: dict[LogitsDtype, torch.dtype] = {
+TORCH_DTYPES: dict[LogitsDtype, torch.dtype] = {
     LogitsDtype.FLOAT32: torch.float32,
     LogitsDtype.BFLOAT16: torch.bfloat16,
     LogitsDtype.FLOAT16: torch.float16,
@@ -85,6 +85,26 @@ class _LiveBytes(TorchDispatchMode):
         return out
 
 
+def random_logits(
+    shape: tuple[int, int, int],
+    dtype: LogitsDtype,
+    *,
+    seed: int,
+    device: str = "cpu",
+    requires_grad: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded random ``(batch, tokens, vocab)`` logits (a leaf) and int64 labels for them."""
+    batch, tokens, vocab_size = shape
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, vocab_size, (batch, tokens), generator=generator).to(device)
+    logits = (
+        torch.randn(shape, generator=generator)
+        .to(device=device, dtype=TORCH_DTYPES[dtype])
+        .requires_grad_(requires_grad)
+    )
+    return logits, labels
+
+
 def peak_once(
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     *,
@@ -94,14 +114,7 @@ def peak_once(
     seed: int,
 ) -> int:
     """One tracked run of ``loss_fn``: the peak live tensor bytes."""
-    batch, tokens, vocab_size = shape
-    generator = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, vocab_size, (batch, tokens), generator=generator)
-    logits = (
-        torch.randn((batch, tokens, vocab_size), generator=generator)
-        .to(_TORCH_DTYPES[dtype])
-        .requires_grad_()
-    )
+    logits, labels = random_logits(shape, dtype, seed=seed)
 
     tracker = _LiveBytes()
     tracker.track(logits)

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise.errors import InvalidInputError, LengthInputError
+from probewise.throughput._checks import read_only
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -30,11 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["LengthInput", "as_lengths", "read_lengths", "tokenize_lengths"]
 
 _INT64_MAX = np.iinfo(np.int64).max
-
-
-def _read_only(array: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    array.flags.writeable = False
-    return array
 
 
 def _bad_reason(value: object) -> str | None:
@@ -103,7 +99,7 @@ def as_lengths(values: Sequence[int] | npt.NDArray[np.generic]) -> npt.NDArray[n
             raise LengthInputError(
                 f"length must be a positive integer, got {int(out[index])}", index=index
             )
-        return _read_only(out)
+        return read_only(out)
     if kind == "f":
         floats = array.astype(np.float64, copy=False)
         with np.errstate(invalid="ignore"):
@@ -120,7 +116,7 @@ def as_lengths(values: Sequence[int] | npt.NDArray[np.generic]) -> npt.NDArray[n
                 or f"length {float(floats[index])!r} is out of range"
             )
             raise LengthInputError(reason, index=index)
-        return _read_only(floats.astype(np.int64))
+        return read_only(floats.astype(np.int64))
     # bool, object, strings, complex: check value by value to name the first bad one.
     items: list[object] = array.tolist() if kind != "O" else list(array)
     checked: list[int] = []
@@ -129,7 +125,7 @@ def as_lengths(values: Sequence[int] | npt.NDArray[np.generic]) -> npt.NDArray[n
         if problem is not None:
             raise LengthInputError(problem, index=index)
         checked.append(int(cast("float", item)))  # _bad_reason accepted it: a whole number
-    return _read_only(np.array(checked, dtype=np.int64))
+    return read_only(np.array(checked, dtype=np.int64))
 
 
 @final

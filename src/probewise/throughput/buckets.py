@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise.errors import InvalidInputError, SweepNoOpError
+from probewise.throughput._checks import non_negative, optional_share, read_only, share
 from probewise.throughput._length_input import LengthInput
 from probewise.throughput.lengths import Lengths, lengths_array
 
@@ -58,14 +59,9 @@ __all__ = [
 IntArray: TypeAlias = npt.NDArray[np.int64]
 
 
-def _read_only(array: IntArray) -> IntArray:
-    array.flags.writeable = False
-    return array
-
-
 def _int_array(values: Sequence[int] | npt.NDArray[np.generic]) -> IntArray:
     """A read-only int64 copy of ``values``."""
-    return _read_only(np.array(values, dtype=np.int64))
+    return read_only(np.array(values, dtype=np.int64))
 
 
 @final
@@ -225,23 +221,6 @@ class BucketStrategy(enum.Enum):
     """A caller's :data:`Batcher` passed to :func:`sweep_buckets`."""
 
 
-def _share(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise InvalidInputError(f"{attribute.name} must be in [0, 1], got {value}")
-
-
-def _optional_share(
-    _instance: object, attribute: attrs.Attribute[float | None], value: float | None
-) -> None:
-    if value is not None and not 0.0 <= value <= 1.0:
-        raise InvalidInputError(f"{attribute.name} must be in [0, 1] or None, got {value}")
-
-
-def _non_negative_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value < 0:
-        raise InvalidInputError(f"{attribute.name} must be >= 0, got {value}")
-
-
 @final
 @attrs.frozen(kw_only=True)
 class BucketRow:
@@ -260,19 +239,19 @@ class BucketRow:
 
     strategy: BucketStrategy
     bucket_size: int | None
-    n_batches: int = attrs.field(validator=_non_negative_int)
-    real_tokens: int = attrs.field(validator=_non_negative_int)
-    slot_tokens: int = attrs.field(validator=_non_negative_int)
-    waste_share: float = attrs.field(validator=_share)
+    n_batches: int = attrs.field(validator=non_negative)
+    real_tokens: int = attrs.field(validator=non_negative)
+    slot_tokens: int = attrs.field(validator=non_negative)
+    waste_share: float = attrs.field(validator=share)
     gain_vs_random: float
     real_tokens_per_step: float
-    full_batch_waste_share: float = attrs.field(validator=_share)
+    full_batch_waste_share: float = attrs.field(validator=share)
     """Waste over full-size batches only (short batches at bucket ends excluded)."""
-    short_batches: int = attrs.field(validator=_non_negative_int)
+    short_batches: int = attrs.field(validator=non_negative)
     """Batches smaller than ``batch_size`` (at most one per bucket)."""
     consecutive_length_corr: float
     mean_sources_per_batch: float | None
-    single_source_share: float | None = attrs.field(validator=_optional_share)
+    single_source_share: float | None = attrs.field(validator=optional_share)
     source_entropy_bits: float | None
 
     @property

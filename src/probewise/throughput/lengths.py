@@ -22,13 +22,14 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from typing import TypeAlias, final
+from typing import TypeAlias, cast, final
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
 from probewise.errors import InvalidInputError
+from probewise.throughput._checks import finite, non_negative, optional_positive, positive
 from probewise.throughput._length_input import LengthInput, as_lengths
 
 __all__ = [
@@ -55,28 +56,6 @@ def lengths_array(lengths: Lengths) -> npt.NDArray[np.int64]:
     return as_lengths(lengths)
 
 
-def _non_negative(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value < 0:
-        raise InvalidInputError(f"{attribute.name} must be >= 0, got {value}")
-
-
-def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value < 1:
-        raise InvalidInputError(f"{attribute.name} must be >= 1, got {value}")
-
-
-def _finite(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not math.isfinite(value):
-        raise InvalidInputError(f"{attribute.name} must be finite, got {value}")
-
-
-def _optional_positive(
-    _instance: object, attribute: attrs.Attribute[int | None], value: int | None
-) -> None:
-    if value is not None and value < 1:
-        raise InvalidInputError(f"{attribute.name} must be >= 1 or None, got {value}")
-
-
 # ---------------------------------------------------------------------------------------
 # Length distribution
 
@@ -86,9 +65,9 @@ def _optional_positive(
 class HistogramBin:
     """Lengths ``lo <= length < hi`` and how many there are."""
 
-    lo: int = attrs.field(validator=_positive)
-    hi: int = attrs.field(validator=_positive)
-    count: int = attrs.field(validator=_non_negative)
+    lo: int = attrs.field(validator=positive)
+    hi: int = attrs.field(validator=positive)
+    count: int = attrs.field(validator=non_negative)
 
     def __attrs_post_init__(self) -> None:
         if self.hi <= self.lo:
@@ -125,15 +104,15 @@ class LengthStats:
     default); ``std`` is the population standard deviation.
     """
 
-    count: int = attrs.field(validator=_positive)
-    total_tokens: int = attrs.field(validator=_positive)
-    mean: float = attrs.field(validator=_finite)
-    std: float = attrs.field(validator=_finite)
-    min: int = attrs.field(validator=_positive)
-    max: int = attrs.field(validator=_positive)
-    p50: float = attrs.field(validator=_finite)
-    p90: float = attrs.field(validator=_finite)
-    p99: float = attrs.field(validator=_finite)
+    count: int = attrs.field(validator=positive)
+    total_tokens: int = attrs.field(validator=positive)
+    mean: float = attrs.field(validator=finite)
+    std: float = attrs.field(validator=finite)
+    min: int = attrs.field(validator=positive)
+    max: int = attrs.field(validator=positive)
+    p50: float = attrs.field(validator=finite)
+    p90: float = attrs.field(validator=finite)
+    p99: float = attrs.field(validator=finite)
     histogram: tuple[HistogramBin, ...]
 
     def __attrs_post_init__(self) -> None:
@@ -221,25 +200,25 @@ class PaddingReport:
     """
 
     mode: BatchingMode
-    n_sequences: int = attrs.field(validator=_non_negative)
+    n_sequences: int = attrs.field(validator=non_negative)
     """Sequences placed in a batch."""
-    n_batches: int = attrs.field(validator=_non_negative)
+    n_batches: int = attrs.field(validator=non_negative)
     """Batches (rows, for packing)."""
-    real_tokens: int = attrs.field(validator=_non_negative)
-    slot_tokens: int = attrs.field(validator=_non_negative)
-    largest_batch_slots: int = attrs.field(validator=_non_negative)
+    real_tokens: int = attrs.field(validator=non_negative)
+    slot_tokens: int = attrs.field(validator=non_negative)
+    largest_batch_slots: int = attrs.field(validator=non_negative)
     """Token slots of the costliest batch: the logits a step must hold at once."""
-    attention_real: int = attrs.field(validator=_non_negative)
-    attention_slots: int = attrs.field(validator=_non_negative)
-    unbatched: int = attrs.field(default=0, validator=_non_negative)
+    attention_real: int = attrs.field(validator=non_negative)
+    attention_slots: int = attrs.field(validator=non_negative)
+    unbatched: int = attrs.field(default=0, validator=non_negative)
     """Sequences that no explicit batch contains (counted, never silently ignored)."""
-    oversize: int = attrs.field(default=0, validator=_non_negative)
+    oversize: int = attrs.field(default=0, validator=non_negative)
     """Sequences longer than ``tokens_per_batch`` (each given a batch of its own)."""
-    split_sequences: int = attrs.field(default=0, validator=_non_negative)
+    split_sequences: int = attrs.field(default=0, validator=non_negative)
     """Packed sequences cut across a row boundary."""
-    batch_size: int | None = attrs.field(default=None, validator=_optional_positive)
-    tokens_per_batch: int | None = attrs.field(default=None, validator=_optional_positive)
-    pack_to: int | None = attrs.field(default=None, validator=_optional_positive)
+    batch_size: int | None = attrs.field(default=None, validator=optional_positive)
+    tokens_per_batch: int | None = attrs.field(default=None, validator=optional_positive)
+    pack_to: int | None = attrs.field(default=None, validator=optional_positive)
 
     def __attrs_post_init__(self) -> None:
         if self.slot_tokens < self.real_tokens:
@@ -507,8 +486,16 @@ class LogitsDtype(enum.Enum):
         return 4 if self is LogitsDtype.FLOAT32 else 2
 
     @classmethod
-    def parse(cls, name: str) -> LogitsDtype:
-        """From ``"float32"``/``"fp32"``, ``"bfloat16"``/``"bf16"``, ``"float16"``/``"fp16"``."""
+    def parse(cls, name: LogitsDtype | str) -> LogitsDtype:
+        """From ``"float32"``/``"fp32"``, ``"bfloat16"``/``"bf16"``, ``"float16"``/``"fp16"``.
+
+        A :class:`LogitsDtype` is returned as it is; anything else that is not a
+        ``str`` is an :class:`~probewise.errors.InvalidInputError`.
+        """
+        if isinstance(name, LogitsDtype):
+            return name
+        if not isinstance(cast("object", name), str):
+            raise InvalidInputError(f"logits_dtype must be a LogitsDtype or str, got {name!r}")
         aliases = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
         key = name.strip().lower().removeprefix("torch.")
         try:
@@ -546,15 +533,15 @@ class ChunkPlan:
     for one chunk of ``chunk_tokens``.
     """
 
-    tokens: int = attrs.field(validator=_positive)
-    vocab_size: int = attrs.field(validator=_positive)
+    tokens: int = attrs.field(validator=positive)
+    vocab_size: int = attrs.field(validator=positive)
     logits_dtype: LogitsDtype
-    bytes_per_logit: float = attrs.field(validator=_finite)
+    bytes_per_logit: float = attrs.field(validator=finite)
     bytes_per_logit_measured: bool
     """False when ``bytes_per_logit`` is the documented default rather than the caller's figure."""
-    budget_bytes: int = attrs.field(validator=_positive)
-    chunk_tokens: int = attrs.field(validator=_positive)
-    n_chunks: int = attrs.field(validator=_positive)
+    budget_bytes: int = attrs.field(validator=positive)
+    chunk_tokens: int = attrs.field(validator=positive)
+    n_chunks: int = attrs.field(validator=positive)
 
     def __attrs_post_init__(self) -> None:
         if self.bytes_per_logit <= 0:
@@ -643,9 +630,7 @@ def ce_chunk_plan(
         raise InvalidInputError(f"budget_bytes must be >= 1, got {budget_bytes}")
     if multiple_of < 1:
         raise InvalidInputError(f"multiple_of must be >= 1, got {multiple_of}")
-    dtype = (
-        logits_dtype if isinstance(logits_dtype, LogitsDtype) else LogitsDtype.parse(logits_dtype)
-    )
+    dtype = LogitsDtype.parse(logits_dtype)
     measured = bytes_per_logit is not None
     per_element = (
         float(bytes_per_logit)

@@ -138,6 +138,15 @@ def _clock(sync: bool | None) -> tuple[Clock, Callable[[], None]]:
     return Clock.MONOTONIC, lambda: None
 
 
+def _timed(step: Callable[[], object], synchronise: Callable[[], None]) -> float:
+    """Seconds one call of ``step`` takes, the device synchronised on both sides."""
+    synchronise()
+    start = time.perf_counter()
+    step()
+    synchronise()
+    return time.perf_counter() - start
+
+
 def _check_counts(warmup: int, repeats: int) -> None:
     if warmup < 0:
         raise InvalidInputError(f"warmup must be >= 0, got {warmup}")
@@ -183,13 +192,7 @@ def time_step(
     clock, synchronise = _clock(sync)
     for _ in range(warmup):
         step()
-    samples: list[float] = []
-    for _ in range(repeats):
-        synchronise()
-        start = time.perf_counter()
-        step()
-        synchronise()
-        samples.append(time.perf_counter() - start)
+    samples = [_timed(step, synchronise) for _ in range(repeats)]
     timing = StepTiming(samples=tuple(samples), warmup=warmup, clock=clock, label=label)
     _save(save_to, "timing.json", timing.to_dict())
     return timing
@@ -332,12 +335,8 @@ def padding_penalty(
     padded: list[float] = []
     unpadded: list[float] = []
     for _ in range(repeats):
-        for step, out in ((padded_step, padded), (unpadded_step, unpadded)):
-            synchronise()
-            start = time.perf_counter()
-            step()
-            synchronise()
-            out.append(time.perf_counter() - start)
+        padded.append(_timed(padded_step, synchronise))
+        unpadded.append(_timed(unpadded_step, synchronise))
     result = PaddingPenalty(
         padded=StepTiming(samples=tuple(padded), warmup=warmup, clock=clock, label="padded"),
         unpadded=StepTiming(samples=tuple(unpadded), warmup=warmup, clock=clock, label="unpadded"),
@@ -371,20 +370,11 @@ def time_loss(
     for name, value in (("vocab_size", vocab_size), ("tokens", tokens), ("batch", batch)):
         if value < 1:
             raise InvalidInputError(f"{name} must be >= 1, got {value}")
-    dtype = (
-        logits_dtype if isinstance(logits_dtype, LogitsDtype) else LogitsDtype.parse(logits_dtype)
-    )
-    torch_dtype = {
-        LogitsDtype.FLOAT32: torch.float32,
-        LogitsDtype.BFLOAT16: torch.bfloat16,
-        LogitsDtype.FLOAT16: torch.float16,
-    }[dtype]
-    generator = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, vocab_size, (batch, tokens), generator=generator).to(device)
-    logits = (
-        torch.randn((batch, tokens, vocab_size), generator=generator)
-        .to(device=device, dtype=torch_dtype)
-        .requires_grad_(backward)
+    from probewise.throughput._ce_tracker import random_logits
+
+    dtype = LogitsDtype.parse(logits_dtype)
+    logits, labels = random_logits(
+        (batch, tokens, vocab_size), dtype, seed=seed, device=device, requires_grad=backward
     )
 
     def step() -> None:

@@ -136,10 +136,20 @@ def _design(lengths: FloatArray, batches: FloatArray) -> FloatArray:
     return np.column_stack([batches * lengths**2, batches * lengths, np.ones_like(lengths)])
 
 
-def _solve(
-    design: FloatArray, seconds: FloatArray, loss: FitLoss, f_scale: float
-) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]]:
-    """Coefficients, the Jacobian of the relative residuals, and which sit at the bound."""
+@final
+@attrs.frozen(kw_only=True, eq=False)
+class _Solution:
+    coef: FloatArray
+    """The coefficients, in the design's units."""
+    scaled: FloatArray
+    """The Jacobian of the relative residuals, each column divided by ``scale``."""
+    scale: FloatArray
+    active: npt.NDArray[np.bool_]
+    """The coefficients at their bound (zero)."""
+
+
+def _solve(design: FloatArray, seconds: FloatArray, loss: FitLoss, f_scale: float) -> _Solution:
+    """Fit on relative residuals, in unit-scaled columns (L**2 and 1 differ by 1e8)."""
     from scipy.optimize import least_squares, nnls
 
     weighted: FloatArray = design / seconds[:, None]  # relative residuals: (X b - y) / y
@@ -178,7 +188,7 @@ def _solve(
             solution <= 1e-12 * max(1.0, float(solution.max()))
         )
         solution = np.where(active, 0.0, solution)
-    return solution / scale, weighted, active
+    return _Solution(coef=solution / scale, scaled=scaled, scale=scale, active=active)
 
 
 @final
@@ -270,12 +280,13 @@ class ScalingFit:
         batches = np.array([p.batch for p in items], dtype=np.float64)
         seconds = np.array([p.seconds for p in items], dtype=np.float64)
         design = _design(lengths, batches)
-        coef, weighted, active = _solve(design, seconds, chosen, f_scale)
+        solved = _solve(design, seconds, chosen, f_scale)
+        coef, active = solved.coef, solved.active
         predicted = design @ coef
         relative = (predicted - seconds) / seconds
         settings = len({(p.length, p.batch) for p in items})
         dof = settings - 3
-        stderr = _stderr(weighted, relative, n_points=len(items), dof=dof)
+        stderr = _stderr(solved, relative, n_points=len(items), dof=dof)
         total = float(((seconds - seconds.mean()) ** 2).sum())
         ssr = float(((predicted - seconds) ** 2).sum())
         r_squared = 1.0 - ssr / total if total > 0.0 else (1.0 if ssr == 0.0 else 0.0)
@@ -382,14 +393,12 @@ def _too_few_message(count: int, distinct: Iterable[int]) -> str:
     )
 
 
-def _stderr(weighted: FloatArray, relative: FloatArray, *, n_points: int, dof: int) -> Terms:
+def _stderr(solved: _Solution, relative: FloatArray, *, n_points: int, dof: int) -> Terms:
     if dof <= 0 or n_points <= 3:
         return Terms(math.nan, math.nan, math.nan)
     sigma2 = float((relative**2).sum()) / (n_points - 3)
-    # In unit-scaled columns (L**2 and 1 differ by eight orders of magnitude), then back.
-    scale = np.abs(weighted).max(axis=0)
-    scale[scale == 0.0] = 1.0
-    scaled = weighted / scale
+    # In the unit-scaled columns the fit used, then back to the coefficients' units.
+    scaled, scale = solved.scaled, solved.scale
     covariance: FloatArray = sigma2 * np.asarray(
         np.linalg.pinv(scaled.T @ scaled), dtype=np.float64
     )
@@ -409,7 +418,7 @@ def _leave_one_length_out(
         lengths = np.array([p.length for p in kept], dtype=np.float64)
         batches = np.array([p.batch for p in kept], dtype=np.float64)
         seconds = np.array([p.seconds for p in kept], dtype=np.float64)
-        coef, _, _ = _solve(_design(lengths, batches), seconds, loss, f_scale)
+        coef = _solve(_design(lengths, batches), seconds, loss, f_scale).coef
         for p in out:
             predicted = coef[0] * p.batch * p.length**2 + coef[1] * p.batch * p.length + coef[2]
             worst = max(worst, abs(predicted - p.seconds) / p.seconds)
