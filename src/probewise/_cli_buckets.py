@@ -20,38 +20,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="bucket-size sweep: waste, gain, sources, neighbour correlation per width",
         description=__doc__,
     )
-    parser.add_argument("file", metavar="FILE", help="lengths (one per line) or JSONL")
+    _cli_lengths.add_input_arguments(parser)
     parser.add_argument("--batch-size", type=int, required=True, metavar="N", help="batch size")
-    parser.add_argument("--sizes", default=_DEFAULT_SIZES, metavar="W,W,...", help="bucket widths")
-    parser.add_argument("--field", default="length", help="JSONL length field (length)")
-    parser.add_argument("--source-field", metavar="S", help="JSONL field naming the source")
-    parser.add_argument("--tokenizer", metavar="DIR", help="tokenize FILE's texts with this")
-    parser.add_argument("--text-field", default="text", help="JSONL text field (text)")
+    parser.add_argument(
+        "--sizes", dest="sweep", default=_DEFAULT_SIZES, metavar="W,W,...", help="bucket widths"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the shuffles (0)")
     parser.add_argument("--json", action="store_true", help="one JSON document for machines")
     parser.add_argument("--plot", metavar="OUT.png", help="write a PNG (matplotlib)")
-    parser.set_defaults(handler=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    forwarded = argparse.Namespace(
-        file=args.file,
-        field=args.field,
-        source_field=args.source_field,
-        tokenizer=args.tokenizer,
-        text_field=args.text_field,
-        batch_size=args.batch_size,
-        tokens_per_batch=None,
-        pack_to=None,
-        sweep=args.sizes,
-        seed=args.seed,
-        vocab=None,
-        budget=None,
-        logits_dtype="bf16",
-        bytes_per_logit=None,
-        ce_tokens=None,
-        bins_per_octave=2,
-        json=args.json,
-        plot=args.plot,
-    )
-    return _cli_lengths.run_sweep_only(forwarded)
+    parser.set_defaults(handler=_cli_lengths.run_sweep_only)

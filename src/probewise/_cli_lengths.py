@@ -57,11 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "grouping, and how to chunk the cross-entropy to fit a memory budget."
         ),
     )
-    parser.add_argument("file", metavar="FILE", help="lengths (one per line) or JSONL")
-    parser.add_argument("--field", default="length", help="JSONL length field (length)")
-    parser.add_argument("--source-field", metavar="S", help="JSONL field naming the source")
-    parser.add_argument("--tokenizer", metavar="DIR", help="tokenize FILE's texts with this")
-    parser.add_argument("--text-field", default="text", help="JSONL text field (text)")
+    add_input_arguments(parser)
     batching = parser.add_mutually_exclusive_group()
     batching.add_argument("--batch-size", type=int, metavar="N", help="N sequences per batch")
     batching.add_argument(
@@ -103,6 +99,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--plot", metavar="OUT.png", help="write a PNG of the histogram and the sweep (matplotlib)"
     )
     parser.set_defaults(handler=_run)
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """FILE and how to read it: the options ``lengths`` and ``buckets`` share (see :func:`_load`)."""
+    parser.add_argument("file", metavar="FILE", help="lengths (one per line) or JSONL")
+    parser.add_argument("--field", default="length", help="JSONL length field (length)")
+    parser.add_argument("--source-field", metavar="S", help="JSONL field naming the source")
+    parser.add_argument("--tokenizer", metavar="DIR", help="tokenize FILE's texts with this")
+    parser.add_argument("--text-field", default="text", help="JSONL text field (text)")
 
 
 def parse_bytes(text: str) -> int:
@@ -154,10 +159,16 @@ def _padding(args: argparse.Namespace, data: LengthInput) -> PaddingReport | Non
     return None
 
 
-def _plan(args: argparse.Namespace, padding: PaddingReport | None) -> ChunkPlan | None:
-    if args.vocab is None and args.budget is None:
+def _plan(
+    args: argparse.Namespace,
+    padding: PaddingReport | None,
+    *,
+    dtype: LogitsDtype,
+    budget: int | None,
+) -> ChunkPlan | None:
+    if args.vocab is None and budget is None:
         return None
-    if args.vocab is None or args.budget is None:
+    if args.vocab is None or budget is None:
         raise InvalidInputError("a CE chunk plan needs both --vocab and --budget")
     if args.ce_tokens is not None:
         tokens = int(args.ce_tokens)
@@ -171,8 +182,8 @@ def _plan(args: argparse.Namespace, padding: PaddingReport | None) -> ChunkPlan 
     return ce_chunk_plan(
         tokens,
         int(args.vocab),
-        budget_bytes=parse_bytes(str(args.budget)),
-        logits_dtype=LogitsDtype.parse(str(args.logits_dtype)),
+        budget_bytes=budget,
+        logits_dtype=dtype,
         bytes_per_logit=None if args.bytes_per_logit is None else float(args.bytes_per_logit),
     )
 
@@ -181,9 +192,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.sweep is not None and args.batch_size is None:
         raise InvalidInputError("--sweep needs --batch-size (the batch size to sweep at)")
     sizes = None if args.sweep is None else _parse_sweep(str(args.sweep))
-    LogitsDtype.parse(str(args.logits_dtype))  # reject a bad dtype before reading the file
-    if args.budget is not None:
-        parse_bytes(str(args.budget))
+    # Parsed before the file is read, so that a typo fails at once.
+    dtype = LogitsDtype.parse(str(args.logits_dtype))
+    budget = None if args.budget is None else parse_bytes(str(args.budget))
     data = _load(args)
     stats = LengthStats.of(data, bins_per_octave=int(args.bins_per_octave))
     padding = _padding(args, data)
@@ -194,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
             data, batch_size=int(args.batch_size), bucket_sizes=sizes, seed=int(args.seed)
         )
     )
-    plan = _plan(args, padding)
+    plan = _plan(args, padding, dtype=dtype, budget=budget)
     if args.plot is not None:
         from probewise._plot import plot_lengths
 
@@ -341,8 +352,6 @@ def _print_plan(plan: ChunkPlan) -> None:
 
 def run_sweep_only(args: argparse.Namespace) -> int:
     """``probewise buckets``: the sweep table (no stats, padding or CE plan in text mode)."""
-    if args.batch_size is None:
-        raise InvalidInputError("the sweep needs --batch-size")
     sizes = _parse_sweep(str(args.sweep))
     data = _load(args)
     sweep = sweep_buckets(
