@@ -20,6 +20,8 @@ from probewise.errors import ProbewiseError
 __all__ = ["build_parser", "main"]
 
 _SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "probewise._cli_preflight",
+    "probewise._cli_masks",
     "probewise._cli_demo",
     "probewise._cli_kernels",
     "probewise._cli_lengths",

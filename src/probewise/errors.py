@@ -20,6 +20,7 @@ __all__ = [
     "SealedError",
     "SweepNoOpError",
     "TraceFormatError",
+    "UnsupportedModelError",
 ]
 
 
@@ -130,3 +131,8 @@ class FastPathLostError(ProbewiseError, AssertionError):
 
 class CrossDocumentAttentionError(ProbewiseError, AssertionError):
     """Packed documents can attend to each other: the block-diagonal mask was lost."""
+
+
+class UnsupportedModelError(InvalidInputError):
+    """The mask probe cannot run this model: its config does not build a transformers
+    model that uses SDPA (e.g. Gemma2, whose softcapping SDPA does not support)."""

@@ -1,0 +1,321 @@
+"""``probewise preflight``: the checks worth running before every training job.
+
+In order: the mask probe (are packed documents kept apart; which layers keep SDPA's
+fast path), then the data-side probes (padding waste and truncation at the job's
+batch shape, a bucket-size sweep). None needs weights or a GPU. With no arguments
+it runs on embedded defaults: the bundled Gemma 3 27B-shaped config and a synthetic
+length sample, so it works on a fresh machine.
+
+Statuses: PASS; WARN (worth knowing, not wrong: e.g. a sliding-window layer whose
+window is shorter than the sequence needs a mask, so it cannot use flash through
+SDPA); FAIL (a correctness bug, or a fast path lost for nothing, or one the caller
+said to expect). The exit status is 1 when any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from probewise._cli_masks import (
+    add_scenario_arguments,
+    print_table,
+    report_document,
+    run_probe,
+)
+from probewise.errors import InvalidInputError, SweepNoOpError
+from probewise.throughput.masks import BandKind, _ranges
+
+if TYPE_CHECKING:
+    from probewise.throughput.masks import MaskReport
+
+DEFAULT_CONFIG = "gemma3-27b"
+SYNTHETIC_SEED = 0
+SYNTHETIC_SIZE = 20_000
+DEFAULT_WIDTHS = (64, 256, 1024, 4096)
+
+
+@enum.unique
+class Status(enum.Enum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    figures: dict[str, object] = attrs.field(factory=dict[str, object])
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "preflight",
+        help="the pre-launch checks: attention masks, padding, bucketing (no GPU)",
+        description=(
+            "Run the mask probe and the data-side probes for a job and print one page "
+            "with a pass/warn/fail line per check. Exits 1 when a check fails. With no "
+            "arguments: a bundled Gemma 3 27B-shaped config and a synthetic length sample."
+        ),
+    )
+    parser.add_argument(
+        "--config",
+        default=DEFAULT_CONFIG,
+        metavar="CONFIG",
+        help=f"config.json, its folder, or a bundled name ({DEFAULT_CONFIG})",
+    )
+    parser.add_argument(
+        "--lengths",
+        metavar="FILE",
+        help="the job's sequence lengths, one per line or JSONL (a synthetic sample)",
+    )
+    parser.add_argument("--field", default="length", help="JSONL length field (length)")
+    add_scenario_arguments(parser, seq_default=8192, batch_default=2)
+    parser.add_argument(
+        "--expect-fast",
+        metavar="TYPE",
+        action="append",
+        default=[],
+        help="fail unless layers of TYPE keep the fast path (repeatable; 'all')",
+    )
+    parser.add_argument(
+        "--max-waste",
+        type=float,
+        default=0.25,
+        metavar="SHARE",
+        help="warn when padding wastes more than this share of the batch (0.25)",
+    )
+    parser.add_argument("--table", action="store_true", help="also print the per-layer mask table")
+    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
+    parser.set_defaults(handler=_run)
+
+
+def synthetic_lengths() -> npt.NDArray[np.int64]:
+    """The embedded length sample: 20,000 log-normal lengths (median ~600), seed 0."""
+    rng = np.random.default_rng(SYNTHETIC_SEED)
+    raw = rng.lognormal(mean=6.4, sigma=0.9, size=SYNTHETIC_SIZE)
+    return np.clip(np.rint(raw), 16, 32_768).astype(np.int64)
+
+
+def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
+    checks: list[Check] = []
+    if report.scenario.documents:
+        crossing = report.cross_document_layers()
+        if crossing:
+            how = sorted(
+                {
+                    x.band.describe()
+                    if x.band.kind is not BandKind.NONE
+                    else f"no mask, is_causal={x.is_causal} over the whole row"
+                    for x in crossing
+                }
+            )
+            checks.append(
+                Check(
+                    name="packed documents kept apart",
+                    status=Status.FAIL,
+                    detail=(
+                        f"layers {_ranges([x.index for x in crossing])} let documents "
+                        f"attend to each other ({'; '.join(how)}): pass position_ids "
+                        "without an attention mask"
+                    ),
+                    figures={"layers": [x.index for x in crossing]},
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    name="packed documents kept apart",
+                    status=Status.PASS,
+                    detail=f"every layer masks block-diagonally ({len(report.scenario.documents)} documents per row)",
+                )
+            )
+    lost = report.lost_fast_path()
+    all_types = "all" in expect
+    expected = set(report.layer_types) if all_types else set(expect)
+    unknown = expected - set(report.layer_types)
+    if unknown:
+        raise InvalidInputError(
+            f"--expect-fast {', '.join(sorted(unknown))}: this model has layer types "
+            f"{', '.join(report.layer_types)}"
+        )
+    by_type: dict[str, list[int]] = {}
+    for layer in lost:
+        by_type.setdefault(layer.layer_type, []).append(layer.index)
+    fast = len(report.layers) - len(lost)
+    figures: dict[str, object] = {
+        "layers": len(report.layers),
+        "fast": fast,
+        "lost": {k: v for k, v in by_type.items()},
+        "mask_bytes": report.mask_bytes,
+    }
+    if not lost:
+        checks.append(
+            Check(
+                name="SDPA fast path",
+                status=Status.PASS,
+                detail=f"all {len(report.layers)} layers: no mask, {report.layers[0].backend.value}",
+                figures=figures,
+            )
+        )
+        return checks
+    needless = [x for x in lost if x.mask_redundant]
+    required = [x for x in lost if x.layer_type in expected]
+    parts: list[str] = []
+    for layer_type, indices in by_type.items():
+        sample = next(x for x in lost if x.layer_type == layer_type)
+        reasons = sample.lost_reasons()
+        of_type = sum(1 for x in report.layers if x.layer_type == layer_type)
+        which = (
+            f"all {of_type} {layer_type} layers"
+            if len(indices) == of_type
+            else f"{layer_type} layers {_ranges(indices)}"
+        )
+        parts.append(f"{which}: {'; '.join(reasons) if reasons else '?'}")
+    status = Status.FAIL if needless or required else Status.WARN
+    lead = f"{fast} of {len(report.layers)} layers keep it"
+    if needless:
+        lead += (
+            f"; layers {_ranges([x.index for x in needless])} materialise a mask "
+            "identical to plain causal (lost for nothing)"
+        )
+    checks.append(
+        Check(
+            name="SDPA fast path",
+            status=status,
+            detail=lead + ". " + " | ".join(parts),
+            figures=figures,
+        )
+    )
+    return checks
+
+
+def _data_checks(
+    lengths: npt.NDArray[np.int64], source: str, args: argparse.Namespace
+) -> list[Check]:
+    from probewise.throughput.buckets import sweep_buckets
+    from probewise.throughput.lengths import padding_waste
+
+    seq = int(args.seq)
+    batch = int(args.batch)
+    checks: list[Check] = []
+    longer = int(np.count_nonzero(lengths > seq))
+    checks.append(
+        Check(
+            name="truncation",
+            status=Status.WARN if longer else Status.PASS,
+            detail=(
+                f"{longer:,} of {lengths.size:,} sequences ({longer / lengths.size:.1%}) are longer "
+                f"than --seq {seq} ({source})"
+            ),
+            figures={"longer": longer, "n": int(lengths.size), "seq": seq},
+        )
+    )
+    clipped = np.minimum(lengths, seq)
+    if args.packed is not None:
+        report = padding_waste(clipped, pack_to=seq)
+        what = f"packed into rows of {seq}"
+    else:
+        report = padding_waste(clipped, batch_size=batch)
+        what = f"batches of {batch} in the given order"
+    waste = report.waste_share
+    max_waste = float(args.max_waste)
+    checks.append(
+        Check(
+            name="padding waste",
+            status=Status.WARN if waste > max_waste else Status.PASS,
+            detail=f"{waste:.1%} of token slots are padding, {what} (warn above {max_waste:.0%})",
+            figures={"waste_share": waste, "efficiency": report.efficiency},
+        )
+    )
+    widths = [w for w in DEFAULT_WIDTHS if w < seq] or [seq]
+    try:
+        sweep = sweep_buckets(clipped, batch_size=batch, bucket_sizes=widths)
+    except SweepNoOpError as error:
+        checks.append(Check(name="bucket sweep", status=Status.FAIL, detail=str(error)))
+        return checks
+    best = sweep.best()
+    checks.append(
+        Check(
+            name="bucket sweep",
+            status=Status.PASS,
+            detail=(
+                f"random batches waste {sweep.random.waste_share:.1%}; bucket width "
+                f"{best.bucket_size} wastes {best.waste_share:.1%} "
+                f"({best.gain_vs_random:.2f}x real tokens per step); widths {','.join(map(str, widths))}"
+            ),
+            figures={
+                "random_waste": sweep.random.waste_share,
+                "best_width": best.bucket_size,
+                "best_waste": best.waste_share,
+                "gain_vs_random": best.gain_vs_random,
+            },
+        )
+    )
+    return checks
+
+
+def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
+    if args.lengths is None:
+        return synthetic_lengths(), f"synthetic sample of {SYNTHETIC_SIZE:,}"
+    from probewise.throughput._length_input import read_lengths
+
+    path = Path(str(args.lengths))
+    if not path.is_file():
+        raise InvalidInputError(f"no such file: {path}")
+    data = read_lengths(path, field=str(args.field))
+    return np.asarray(data.lengths, dtype=np.int64), str(path)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if not 0.0 <= float(args.max_waste) <= 1.0:
+        raise InvalidInputError(f"--max-waste must be in [0, 1], got {args.max_waste}")
+    report = run_probe(str(args.config), args)
+    checks = [
+        *(_with_section("attention", c) for c in _mask_checks(report, list(args.expect_fast))),
+    ]
+    lengths, source = _load_lengths(args)
+    checks.extend(_with_section("data", c) for c in _data_checks(lengths, source, args))
+    failed = any(c.status is Status.FAIL for c in checks)
+    if args.json:
+        document: dict[str, object] = {
+            "passed": not failed,
+            "config": str(args.config),
+            "lengths": source,
+            "checks": [
+                {"name": c.name, "status": c.status.value, "detail": c.detail, "figures": c.figures}
+                for c in checks
+            ],
+            "masks": report_document(report),
+        }
+        print(json.dumps(document, indent=2, allow_nan=False))
+    else:
+        print(
+            f"probewise preflight: {args.config} ({report.architecture}), "
+            f"{report.scenario.describe()}, {report.dtype.value}, "
+            f"sm{report.capability[0]}{report.capability[1]}; lengths: {source}"
+        )
+        print()
+        for check in checks:
+            print(f"{check.status.value.upper():<5} {check.name:<32} {check.detail}")
+        if args.table:
+            print()
+            print_table(report)
+        print()
+        print("FAILED" if failed else "passed (warnings are worth a look, not errors)")
+    return 1 if failed else 0
+
+
+def _with_section(section: str, check: Check) -> Check:
+    return attrs.evolve(check, name=f"{section}: {check.name}")

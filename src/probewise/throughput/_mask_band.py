@@ -1,0 +1,258 @@
+"""The band structure of a boolean attention mask, read with numpy (no torch here).
+
+A mask is ``allowed[b, q, k]``: query ``q`` of batch row ``b`` may attend key ``k``.
+The reader works row by row: every query row's allowed keys must be one interval
+once the *padding columns* (keys that no query of the batch row attends) are set
+aside; then each candidate structure is an interval ``[lo(q), hi(q)]`` per row, and
+the mask matches it when the first key, the last key and the count agree with that
+interval intersected with the non-padding columns. That costs four passes over the
+mask (count, first, last, column-any) and O(batch x length) per candidate, so a
+two-row 8,192-token mask is read in well under a second.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import assert_never, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from probewise.errors import InvalidInputError
+from probewise.throughput._checks import optional_positive, share
+
+__all__ = ["Band", "BandKind", "analyse_band", "crosses_documents"]
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+@enum.unique
+class BandKind(enum.Enum):
+    """Which structure an attention mask has (:attr:`Band.kind`)."""
+
+    NONE = "none"
+    """No mask tensor reached SDPA: the call's ``is_causal`` alone sets the structure."""
+    CAUSAL = "causal"
+    """Each query attends every key up to its own position (plain causal)."""
+    SLIDING_WINDOW = "sliding_window"
+    """Causal, limited to the last :attr:`Band.window` keys (the query's own included)."""
+    BLOCK_DIAGONAL = "block_diagonal"
+    """Causal within documents (:attr:`Band.segments`) and nothing across them; with a
+    :attr:`Band.window` when a sliding window also applies inside the documents."""
+    FULL = "full"
+    """Every query attends every key (bidirectional)."""
+    OTHER = "other"
+    """None of the above; :attr:`Band.allowed_share` still says how dense it is."""
+
+
+def _segments_ok(instance: Band, _attribute: object, value: tuple[tuple[int, ...], ...]) -> None:
+    if value and instance.kind is not BandKind.BLOCK_DIAGONAL:
+        raise InvalidInputError("segments are given only for a block-diagonal band")
+    for row in value:
+        if not row or any(length < 1 for length in row):
+            raise InvalidInputError(f"every segment length must be >= 1, got {row}")
+
+
+def _window_ok(instance: Band, _attribute: object, value: int | None) -> None:
+    if value is not None and instance.kind not in (
+        BandKind.SLIDING_WINDOW,
+        BandKind.BLOCK_DIAGONAL,
+    ):
+        raise InvalidInputError("a window is given only for a sliding-window or block band")
+    if instance.kind is BandKind.SLIDING_WINDOW and value is None:
+        raise InvalidInputError("a sliding-window band needs its window")
+
+
+def _counts_ok(
+    _instance: object, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]
+) -> None:
+    if any(count < 0 for count in value):
+        raise InvalidInputError(f"{attribute.name} must hold counts >= 0, got {value}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Band:
+    """The structure of one attention mask, per batch row where it can differ."""
+
+    kind: BandKind
+    """Which structure it is."""
+    window: int | None = attrs.field(default=None, validator=[optional_positive, _window_ok])
+    """The sliding window in keys (the query's own included), when one applies."""
+    segments: tuple[tuple[int, ...], ...] = attrs.field(default=(), validator=_segments_ok)
+    """For a block-diagonal band: the document lengths of each batch row, in order."""
+    padding_columns: tuple[int, ...] = attrs.field(default=(), validator=_counts_ok)
+    """Per batch row: keys that no query attends (padding)."""
+    masked_rows: tuple[int, ...] = attrs.field(default=(), validator=_counts_ok)
+    """Per batch row: queries that attend no key at all (e.g. left padding)."""
+    allowed_share: float = attrs.field(default=1.0, validator=share)
+    """Share of (query, key) pairs that are allowed, over the whole mask."""
+
+    @property
+    def padded(self) -> bool:
+        """Whether any padding column or fully masked row is present."""
+        return any(self.padding_columns) or any(self.masked_rows)
+
+    def describe(self) -> str:
+        """One line for people, e.g. ``"sliding window 1024, 2048 padding columns"``."""
+        match self.kind:
+            case BandKind.NONE:
+                text = "no mask"
+            case BandKind.CAUSAL:
+                text = "causal"
+            case BandKind.SLIDING_WINDOW:
+                text = f"sliding window {self.window}"
+            case BandKind.BLOCK_DIAGONAL:
+                counts = sorted({len(row) for row in self.segments})
+                per_row = "/".join(str(c) for c in counts)
+                text = f"block-diagonal, {per_row} documents per row"
+                if self.window is not None:
+                    text += f", sliding window {self.window} inside"
+            case BandKind.FULL:
+                text = "full (bidirectional)"
+            case BandKind.OTHER:
+                text = f"other ({self.allowed_share:.1%} of pairs allowed)"
+            case _ as unreachable:  # pragma: no cover
+                assert_never(unreachable)
+        if any(self.padding_columns):
+            text += f", {sum(self.padding_columns)} padding columns"
+        if any(self.masked_rows):
+            text += f", {sum(self.masked_rows)} fully masked rows"
+        return text
+
+
+def _as_tuple(values: IntArray) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
+def analyse_band(allowed: BoolArray) -> Band:
+    """Read the structure of ``allowed`` (shape ``(batch, queries, keys)``)."""
+    if allowed.ndim != 3:
+        raise InvalidInputError(
+            f"a mask of shape (batch, queries, keys) is needed, got {allowed.shape}"
+        )
+    batch, queries, keys = allowed.shape
+    count: IntArray = np.count_nonzero(allowed, axis=-1).astype(np.int64)
+    column_any: BoolArray = np.asarray(allowed.any(axis=-2))
+    padding = _as_tuple(keys - column_any.sum(axis=-1))
+    masked = _as_tuple((count == 0).sum(axis=-1))
+    total = batch * queries * keys
+    allowed_share = float(count.sum()) / total if total else 1.0
+
+    def other() -> Band:
+        return Band(
+            kind=BandKind.OTHER,
+            padding_columns=padding,
+            masked_rows=masked,
+            allowed_share=allowed_share,
+        )
+
+    if queries != keys or total == 0:
+        return other()
+    first: IntArray = allowed.argmax(axis=-1).astype(np.int64)
+    last: IntArray = (keys - 1 - allowed[..., ::-1].argmax(axis=-1)).astype(np.int64)
+    rows = count > 0
+    cum = np.zeros((batch, keys + 1), dtype=np.int64)
+    np.cumsum(column_any, axis=-1, out=cum[:, 1:])
+    b_index: IntArray = np.arange(batch, dtype=np.int64)[:, None]
+    inside = cum[b_index, last + 1] - cum[b_index, first]
+    if not np.array_equal(np.where(rows, inside, 0), count):
+        return other()  # some row is not one interval of non-padding keys
+
+    key_index = np.arange(keys, dtype=np.int64)
+    next_key = np.minimum.accumulate(np.where(column_any, key_index, keys)[:, ::-1], axis=-1)[
+        :, ::-1
+    ]
+    prev_key = np.maximum.accumulate(np.where(column_any, key_index, -1), axis=-1)
+    q_index = np.broadcast_to(np.arange(queries, dtype=np.int64)[None, :], (batch, queries))
+
+    def matches(lo: IntArray, hi: IntArray) -> bool:
+        lo = np.broadcast_to(lo, (batch, queries))
+        hi = np.broadcast_to(hi, (batch, queries))
+        expected = cum[b_index, hi + 1] - cum[b_index, lo]
+        if not np.array_equal(expected, count):
+            return False
+        return bool(
+            np.array_equal(first[rows], next_key[b_index, lo][rows])
+            and np.array_equal(last[rows], prev_key[b_index, hi][rows])
+        )
+
+    def band(
+        kind: BandKind,
+        *,
+        window: int | None = None,
+        segments: tuple[tuple[int, ...], ...] = (),
+    ) -> Band:
+        return Band(
+            kind=kind,
+            window=window,
+            segments=segments,
+            padding_columns=padding,
+            masked_rows=masked,
+            allowed_share=allowed_share,
+        )
+
+    zero = np.zeros((batch, queries), dtype=np.int64)
+    # Causal before full: with padding the two can coincide, and causal is the claim
+    # a decoder's mask is expected to make.
+    if matches(zero, q_index):
+        return band(BandKind.CAUSAL)
+    if matches(zero, zero + (keys - 1)):
+        return band(BandKind.FULL)
+    if not np.all(last[rows] <= q_index[rows]):
+        return other()  # some query sees a later key: not causal in any sense here
+
+    # A sliding window: measured on rows whose first key is not next to padding.
+    not_after_pad = rows & ((first == 0) | column_any[b_index, np.maximum(first - 1, 0)])
+    window = _window_from(q_index, first, not_after_pad) or _window_from(q_index, first, rows)
+    if window is not None and window < queries:
+        lo = np.maximum(q_index - window + 1, 0)
+        if matches(lo, q_index):
+            return band(BandKind.SLIDING_WINDOW, window=window)
+
+    # Block-diagonal: a document starts where a query's first key is itself.
+    starts = (rows & (first == q_index)) | (q_index == 0)
+    segment_start = np.maximum.accumulate(np.where(starts, q_index, 0), axis=-1)
+    if np.any(starts[:, 1:]):
+        if matches(segment_start, q_index):
+            return band(BandKind.BLOCK_DIAGONAL, segments=_segments(starts))
+        inner = rows & (first > segment_start)
+        inner_window = _window_from(q_index, first, inner)
+        if inner_window is not None:
+            lo = np.maximum(segment_start, q_index - inner_window + 1)
+            if matches(lo, q_index):
+                return band(
+                    BandKind.BLOCK_DIAGONAL, segments=_segments(starts), window=inner_window
+                )
+    return other()
+
+
+def _window_from(q_index: IntArray, first: IntArray, where: BoolArray) -> int | None:
+    if not np.any(where):
+        return None
+    return int((q_index - first)[where].max()) + 1
+
+
+def _segments(starts: BoolArray) -> tuple[tuple[int, ...], ...]:
+    length = starts.shape[-1]
+    out: list[tuple[int, ...]] = []
+    for row in starts:
+        positions = np.flatnonzero(row).astype(np.int64)
+        bounds = np.append(positions, length)
+        out.append(_as_tuple(np.diff(bounds)))
+    return tuple(out)
+
+
+def crosses_documents(allowed: BoolArray, documents: tuple[int, ...]) -> bool:
+    """Whether any query attends a key of another document (documents are contiguous,
+    the same in every batch row, and cover the row)."""
+    start = 0
+    for length in documents:
+        end = start + length
+        block = allowed[:, start:end, :]
+        if block[:, :, :start].any() or block[:, :, end:].any():
+            return True
+        start = end
+    return False

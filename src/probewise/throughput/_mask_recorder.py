@@ -1,0 +1,403 @@
+"""Runs a transformers model built from a config and records every SDPA call it makes.
+
+This is the only module of the mask probe that imports torch and transformers. The
+model is the real transformers class for the config with ``attn_implementation=
+"sdpa"``, built on the meta device and shrunk in width only (hidden size,
+intermediate sizes, vocabulary); the number of layers, the layer-type pattern, the
+sliding window, the head counts and the head dims are the config's own.
+
+What runs for real, on CPU: the embeddings, the rotary tables and transformers' own
+mask construction (``masking_utils``), which is what the probe is about. What runs
+on the meta device (shapes and dtypes, no arithmetic): the decoder layers, so their
+projections cost nothing at any width or length. A pre-hook moves each layer's
+inputs to the meta device except its attention mask (the 4-D tensor transformers
+built), and ``torch.nn.functional.scaled_dot_product_attention`` is replaced for the
+duration of the forward by a recorder that keeps the call's arguments and returns
+an empty tensor of the output's shape. Everything between the mask builder and the
+SDPA call (``sdpa_attention_forward``: the GQA decision, ``repeat_kv``, the
+``is_causal`` rule) is transformers' own code, unmodified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import threading
+from collections.abc import Callable, Generator, Mapping
+from pathlib import Path
+from typing import cast, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+import torch
+import transformers
+from transformers import AutoConfig, PretrainedConfig
+from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+from probewise.errors import InvalidInputError, UnsupportedModelError
+
+__all__ = ["RawCall", "RecordedRun", "load_config", "record_sdpa_calls"]
+
+_SDPA_LOCK = threading.Lock()
+_SHRUNK_INTERMEDIATE = 8
+_SHRUNK_PER_LAYER_INPUT = 4
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RawCall:
+    """One recorded SDPA call, as plain numbers (internal)."""
+
+    layer_index: int
+    layer_type: str
+    sliding_window: int | None
+    kv_groups: int
+    query_shape: tuple[int, int, int, int]
+    key_shape: tuple[int, int, int, int]
+    value_shape: tuple[int, int, int, int]
+    dtype: str
+    mask_id: int | None
+    mask_dtype_bool: bool
+    mask_shape: tuple[int, ...] | None
+    is_causal: bool
+    dropout: float
+    enable_gqa: bool
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RecordedRun:
+    """The calls of one forward, with each distinct mask read as a boolean array."""
+
+    model_type: str
+    architecture: str
+    calls: tuple[RawCall, ...]
+    masks: Mapping[int, npt.NDArray[np.bool_]]
+    """``mask_id`` -> ``allowed[b, q, k]`` (heads collapsed when they agree)."""
+    mask_bytes: Mapping[int, int]
+    heads_differ: frozenset[int]
+    """Mask ids whose heads carry different masks (read from head 0)."""
+    num_layers: int
+
+
+def load_config(config: PretrainedConfig | str | Path | Mapping[str, object]) -> PretrainedConfig:
+    """A transformers config from a config object, a ``config.json`` (or its folder), or a dict."""
+    if isinstance(config, PretrainedConfig):
+        return config
+    if isinstance(config, (str, Path)):
+        path = Path(config)
+        if path.is_dir():
+            path = path / "config.json"
+        try:
+            data: object = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InvalidInputError(f"no config file at {path}") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise InvalidInputError(f"cannot read {path} as JSON: {error}") from None
+        if not isinstance(data, dict):
+            raise InvalidInputError(f"{path} holds JSON but not an object")
+        return _from_dict(cast("dict[str, object]", data), str(path))
+    if isinstance(cast("object", config), Mapping):
+        return _from_dict(dict(config), "the config mapping")
+    raise InvalidInputError(
+        f"config must be a PretrainedConfig, a path or a mapping, got {type(config).__name__}"
+    )
+
+
+def _from_dict(data: dict[str, object], where: str) -> PretrainedConfig:
+    model_type = data.get("model_type")
+    if not isinstance(model_type, str):
+        raise InvalidInputError(f'{where} has no model_type; add e.g. "model_type": "llama"')
+    # "_probewise..." keys are notes in the bundled configs, not config fields.
+    rest = {k: v for k, v in data.items() if k != "model_type" and not k.startswith("_probewise")}
+    try:
+        return AutoConfig.for_model(model_type, **rest)  # pyright: ignore[reportUnknownMemberType]
+    except (ValueError, TypeError, KeyError) as error:
+        raise UnsupportedModelError(
+            f"transformers {transformers.__version__} cannot build a config of model_type "
+            f"{model_type!r} from {where}: {error}"
+        ) from None
+
+
+def _text_config(config: PretrainedConfig) -> PretrainedConfig:
+    return config.get_text_config()  # pyright: ignore[reportUnknownMemberType]
+
+
+def _token_ids(config: PretrainedConfig) -> list[int]:
+    ids: list[int] = []
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value: object = getattr(config, name, None)
+        if isinstance(value, int):
+            ids.append(value)
+        elif isinstance(value, (list, tuple)):
+            ids.extend(v for v in cast("list[object]", value) if isinstance(v, int))
+    return ids
+
+
+def _shrunk(config: PretrainedConfig) -> PretrainedConfig:
+    """The same layer pattern, heads and head dims at a tiny width and vocabulary."""
+    # Read from the dict: configs with per-layer overrides (Gemma4) refuse getattr of
+    # a per-layer field such as head_dim.
+    data = config.to_dict()
+    heads = data.get("num_attention_heads")
+    hidden = data.get("hidden_size")
+    if not isinstance(heads, int) or not isinstance(hidden, int):
+        raise UnsupportedModelError(
+            f"{type(config).__name__} has no num_attention_heads/hidden_size: not a decoder config"
+        )
+    head_dim = data.get("head_dim")
+    data["head_dim"] = head_dim if isinstance(head_dim, int) else hidden // heads
+    data["hidden_size"] = heads
+    for key in ("intermediate_size", "moe_intermediate_size"):
+        if isinstance(data.get(key), int):
+            data[key] = _SHRUNK_INTERMEDIATE
+    if (
+        isinstance(data.get("hidden_size_per_layer_input"), int)
+        and data["hidden_size_per_layer_input"]
+    ):
+        data["hidden_size_per_layer_input"] = _SHRUNK_PER_LAYER_INPUT
+    vocab = max([*_token_ids(config), 15]) + 1
+    for key in ("vocab_size", "vocab_size_per_layer_input"):
+        if isinstance(data.get(key), int):
+            data[key] = vocab
+    data["use_cache"] = False
+    data.pop("model_type", None)
+    try:
+        return type(config).from_dict(data)  # pyright: ignore[reportUnknownMemberType]
+    except (ValueError, TypeError) as error:
+        raise UnsupportedModelError(
+            f"cannot shrink {type(config).__name__} for the probe: {error}"
+        ) from None
+
+
+def _decoder_layers(model: torch.nn.Module, num_layers: int) -> torch.nn.ModuleList:
+    layers = getattr(model, "layers", None)
+    if isinstance(layers, torch.nn.ModuleList) and len(layers) == num_layers:
+        return layers
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == num_layers:
+            return module
+    raise UnsupportedModelError(
+        f"{type(model).__name__}: no list of {num_layers} decoder layers found"
+    )
+
+
+def _to_meta(value: object) -> object:
+    if isinstance(value, torch.Tensor):
+        return value if value.is_meta or value.ndim == 4 else value.to("meta")
+    if isinstance(value, tuple):
+        return tuple(_to_meta(v) for v in cast("tuple[object, ...]", value))
+    return value
+
+
+def _from_meta(value: object) -> object:
+    if isinstance(value, torch.Tensor) and value.is_meta:
+        return torch.empty(value.shape, dtype=value.dtype)
+    if isinstance(value, tuple):
+        return tuple(_from_meta(v) for v in cast("tuple[object, ...]", value))
+    return value
+
+
+def _layer_pre_hook(
+    _module: torch.nn.Module, args: tuple[object, ...], kwargs: dict[str, object]
+) -> tuple[tuple[object, ...], dict[str, object]]:
+    moved = {k: (v if k == "attention_mask" else _to_meta(v)) for k, v in kwargs.items()}
+    return tuple(_to_meta(a) for a in args), moved
+
+
+def _layer_post_hook(_module: torch.nn.Module, _args: tuple[object, ...], output: object) -> object:
+    return _from_meta(output)
+
+
+@contextlib.contextmanager
+def _recording_sdpa(record: Callable[..., torch.Tensor]) -> Generator[None]:
+    functional = torch.nn.functional
+    with _SDPA_LOCK:
+        original = functional.scaled_dot_product_attention
+        functional.scaled_dot_product_attention = record
+        try:
+            yield
+        finally:
+            functional.scaled_dot_product_attention = original
+
+
+def _attention_modules(layer: torch.nn.Module) -> list[torch.nn.Module]:
+    return [
+        m
+        for m in layer.modules()
+        if "Attention" in type(m).__name__ and isinstance(getattr(m, "layer_idx", None), int)
+    ]
+
+
+def _allowed(mask: torch.Tensor) -> tuple[npt.NDArray[np.bool_], bool]:
+    """``allowed[b, q, k]`` from a 4-D bool or additive mask; and whether heads differ."""
+    if mask.dtype != torch.bool:
+        mask = mask > torch.finfo(mask.dtype).min / 2
+    if mask.ndim != 4:
+        raise UnsupportedModelError(f"an attention mask of {mask.ndim} dims reached SDPA")
+    differ = mask.shape[1] > 1 and not bool((mask == mask[:, :1]).all())
+    head0 = mask[:, 0]
+    return cast("npt.NDArray[np.bool_]", head0.numpy()), differ
+
+
+def record_sdpa_calls(
+    config: PretrainedConfig,
+    *,
+    dtype: str,
+    input_ids: npt.NDArray[np.int64],
+    attention_mask: npt.NDArray[np.int64] | None,
+    position_ids: npt.NDArray[np.int64] | None,
+    training: bool,
+) -> RecordedRun:
+    """Build the shrunk model for ``config`` and run one forward, recording SDPA calls."""
+    text = _text_config(config)
+    model_class = cast(
+        "type[object] | None",
+        MODEL_MAPPING.get(type(text), None),
+    )
+    if model_class is None:
+        raise UnsupportedModelError(
+            f"transformers {transformers.__version__} has no base model for {type(text).__name__}"
+        )
+    if not getattr(model_class, "_supports_sdpa", False):
+        raise UnsupportedModelError(
+            f"{model_class.__name__} does not support attn_implementation='sdpa' in transformers "
+            f"{transformers.__version__} (model_type {text.model_type!r}); the probe records SDPA "
+            "calls, so it cannot say anything about this model's attention"
+        )
+    shrunk = _shrunk(text)
+    num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
+    torch_dtype = cast("torch.dtype", getattr(torch, dtype))
+    with torch.device("meta"):
+        model = cast(
+            "torch.nn.Module",
+            transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
+                copy.deepcopy(shrunk), attn_implementation="sdpa", dtype=torch_dtype
+            ),
+        )
+    layers = _decoder_layers(model, num_layers)
+    init_weights = cast("Callable[[torch.nn.Module], None]", model._init_weights)
+    for child in model.children():
+        if child is layers:
+            continue
+        child.to_empty(device="cpu")
+        for sub in child.modules():
+            init_weights(sub)
+    current: list[torch.nn.Module] = []
+    handles: list[torch.utils.hooks.RemovableHandle] = []
+    for layer in layers:
+        handles.append(layer.register_forward_pre_hook(_layer_pre_hook, with_kwargs=True))
+        handles.append(layer.register_forward_hook(_layer_post_hook))
+        for attention in _attention_modules(layer):
+
+            def enter(module: torch.nn.Module, _args: tuple[object, ...]) -> None:
+                current.append(module)
+
+            handles.append(attention.register_forward_pre_hook(enter))
+
+    calls: list[RawCall] = []
+    kept: dict[int, torch.Tensor] = {}
+    mask_ids: dict[tuple[object, ...], int] = {}
+    layer_types: list[object] = list(getattr(shrunk, "layer_types", None) or [])
+    model_window: object = getattr(shrunk, "sliding_window", None)
+
+    def record(  # noqa: PLR0917  (torch's own signature)
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        scale: float | None = None,
+        enable_gqa: bool = False,
+    ) -> torch.Tensor:
+        del scale
+        module = current[-1] if current else None
+        index = int(getattr(module, "layer_idx", -1)) if module is not None else -1
+        layer_type: object = getattr(module, "layer_type", None)
+        window: object = getattr(module, "sliding_window", None)
+        if not isinstance(layer_type, str):
+            if 0 <= index < len(layer_types):
+                layer_type = layer_types[index]
+            elif isinstance(model_window, int):
+                # One window for every layer (Mistral): no layer_types in the config.
+                layer_type, window = "sliding_attention", model_window
+            else:
+                layer_type = "full_attention"
+        mask_id: int | None = None
+        if attn_mask is not None:
+            if attn_mask.is_meta:
+                raise UnsupportedModelError("the attention mask reached SDPA without values")
+            identity = (
+                attn_mask.data_ptr(),
+                tuple(attn_mask.shape),
+                attn_mask.stride(),
+                attn_mask.dtype,
+            )
+            mask_id = mask_ids.setdefault(identity, len(mask_ids))
+            kept.setdefault(mask_id, attn_mask)
+        calls.append(
+            RawCall(
+                layer_index=index,
+                layer_type=str(layer_type),
+                sliding_window=window if isinstance(window, int) else None,
+                kv_groups=int(getattr(module, "num_key_value_groups", 1) or 1),
+                query_shape=_shape4(query),
+                key_shape=_shape4(key),
+                value_shape=_shape4(value),
+                dtype=str(query.dtype).removeprefix("torch."),
+                mask_id=mask_id,
+                mask_dtype_bool=attn_mask is not None and attn_mask.dtype == torch.bool,
+                mask_shape=None if attn_mask is None else tuple(int(s) for s in attn_mask.shape),
+                is_causal=bool(is_causal),
+                dropout=float(dropout_p),
+                enable_gqa=bool(enable_gqa),
+            )
+        )
+        out_shape = (*query.shape[:-1], value.shape[-1])
+        return torch.empty(out_shape, dtype=query.dtype, device=query.device)
+
+    model.train(training)
+    ids = torch.as_tensor(input_ids)
+    mask = None if attention_mask is None else torch.as_tensor(attention_mask)
+    positions = None if position_ids is None else torch.as_tensor(position_ids)
+    try:
+        with torch.no_grad(), _recording_sdpa(record):
+            model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
+    except UnsupportedModelError:
+        raise
+    except (RuntimeError, ValueError, TypeError, NotImplementedError, IndexError) as error:
+        raise UnsupportedModelError(
+            f"the probe could not run {type(model).__name__} "
+            f"(transformers {transformers.__version__}): {type(error).__name__}: {error}"
+        ) from None
+    finally:
+        for handle in handles:
+            handle.remove()
+    masks: dict[int, npt.NDArray[np.bool_]] = {}
+    sizes: dict[int, int] = {}
+    differ: set[int] = set()
+    for mask_id, tensor in kept.items():
+        allowed, heads_differ = _allowed(tensor)
+        masks[mask_id] = allowed
+        sizes[mask_id] = int(tensor.untyped_storage().nbytes())
+        if heads_differ:
+            differ.add(mask_id)
+    return RecordedRun(
+        model_type=str(text.model_type),
+        architecture=type(model).__name__,
+        calls=tuple(calls),
+        masks=masks,
+        mask_bytes=sizes,
+        heads_differ=frozenset(differ),
+        num_layers=num_layers,
+    )
+
+
+def _shape4(tensor: torch.Tensor) -> tuple[int, int, int, int]:
+    if tensor.ndim != 4:
+        raise UnsupportedModelError(f"an SDPA input of {tensor.ndim} dims (expected 4)")
+    a, b, c, d = (int(s) for s in tensor.shape)
+    return a, b, c, d

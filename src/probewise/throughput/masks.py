@@ -1,0 +1,577 @@
+"""The mask probe: which attention layers keep SDPA's fast path, without weights or a GPU.
+
+SDPA's backend choice and transformers' mask construction depend on shapes, dtype
+and whether a mask is present, not on weight values. So :func:`probe_masks` builds
+the real transformers model class for a config (``attn_implementation="sdpa"``),
+shrunk in width but not in layer pattern, runs one forward pass on CPU through
+transformers' own code, and records every ``scaled_dot_product_attention`` call
+(see :mod:`probewise.throughput._mask_recorder` for how, and what runs where). Each
+call is then read into a :class:`LayerAttention`: its mask kind, ``is_causal``, how
+GQA was handled, the mask's band structure and bytes, and the CUDA backend
+:func:`~probewise.throughput.sdpa.predict_backend` says it would get.
+
+torch and transformers are imported only when :func:`probe_masks` runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib.resources
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, assert_never, cast, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from probewise.errors import (
+    CrossDocumentAttentionError,
+    FastPathLostError,
+    InvalidInputError,
+)
+from probewise.throughput._checks import non_negative, positive
+from probewise.throughput._mask_band import Band, BandKind, analyse_band, crosses_documents
+from probewise.throughput.sdpa import (
+    AttentionDtype,
+    BackendPrediction,
+    MaskKind,
+    SdpaBackend,
+    SdpaCall,
+    predict_backend,
+)
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PretrainedConfig
+
+__all__ = [
+    "Band",
+    "BandKind",
+    "GqaHandling",
+    "LayerAttention",
+    "MaskReport",
+    "MaskScenario",
+    "Packing",
+    "Padding",
+    "bundled_configs",
+    "probe_masks",
+]
+
+_FAST_BACKENDS = (SdpaBackend.FLASH, SdpaBackend.CUDNN)
+
+
+@enum.unique
+class Padding(enum.Enum):
+    """Where a padded batch row keeps its padding (:attr:`MaskScenario.padding`)."""
+
+    NONE = "none"
+    """No padding: every row is ``seq_len`` real tokens (an all-ones attention mask)."""
+    RIGHT = "right"
+    """Real tokens first, padding after (the usual training collator)."""
+    LEFT = "left"
+    """Padding first, real tokens after (the usual generation batch)."""
+
+
+@enum.unique
+class Packing(enum.Enum):
+    """How documents packed into one row are marked (:attr:`MaskScenario.packing`)."""
+
+    NONE = "none"
+    """One document per row."""
+    POSITION_IDS = "position_ids"
+    """Documents marked by ``position_ids`` that restart at 0, and no attention mask:
+    transformers detects the packing and builds a block-diagonal mask."""
+    ALL_ONES_MASK = "all_ones_mask"
+    """Restarting ``position_ids`` plus an all-ones attention mask (what many collators
+    send): transformers looks for packing only when the mask is ``None``."""
+
+
+def _default_lengths(scenario: MaskScenario) -> tuple[int, ...]:
+    if scenario.padding is Padding.NONE:
+        return ()
+    step = scenario.seq_len // (2 * scenario.batch)
+    return tuple(max(1, scenario.seq_len - (b + 1) * step) for b in range(scenario.batch))
+
+
+def _default_documents(scenario: MaskScenario) -> tuple[int, ...]:
+    if scenario.packing is Packing.NONE:
+        return ()
+    parts = min(4, scenario.seq_len)
+    size = scenario.seq_len // parts
+    return (size,) * (parts - 1) + (scenario.seq_len - size * (parts - 1),)
+
+
+def _int_tuple(values: Iterable[int]) -> tuple[int, ...]:
+    return tuple(values)
+
+
+def _lengths_ok(instance: MaskScenario, _attribute: object, value: tuple[int, ...]) -> None:
+    if instance.padding is Padding.NONE:
+        if value:
+            raise InvalidInputError("lengths are given only with padding right or left")
+        return
+    if len(value) != instance.batch:
+        raise InvalidInputError(
+            f"lengths needs one length per batch row ({instance.batch}), got {len(value)}"
+        )
+    for length in value:
+        if not 1 <= length <= instance.seq_len:
+            raise InvalidInputError(
+                f"every length must be in [1, seq_len={instance.seq_len}], got {length}"
+            )
+
+
+def _documents_ok(instance: MaskScenario, _attribute: object, value: tuple[int, ...]) -> None:
+    if instance.packing is Packing.NONE:
+        if value:
+            raise InvalidInputError("documents are given only with packing")
+        return
+    if instance.padding is not Padding.NONE:
+        raise InvalidInputError("a scenario is padded or packed, not both")
+    if any(length < 1 for length in value) or sum(value) != instance.seq_len:
+        raise InvalidInputError(
+            f"documents must be lengths >= 1 that sum to seq_len={instance.seq_len}, got {value}"
+        )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class MaskScenario:
+    """The batch the probe runs: its shape, padding and packing."""
+
+    seq_len: int = attrs.field(validator=positive)
+    """Tokens per row (the padded or packed length)."""
+    batch: int = attrs.field(default=1, validator=positive)
+    """Rows in the batch."""
+    padding: Padding = Padding.NONE
+    """Where the padding goes, if any."""
+    packing: Packing = Packing.NONE
+    """How packed documents are marked, if any."""
+    lengths: tuple[int, ...] = attrs.field(
+        default=attrs.Factory(_default_lengths, takes_self=True),
+        converter=_int_tuple,
+        validator=_lengths_ok,
+    )
+    """With padding: the real tokens of each row. Default: row ``b`` keeps
+    ``seq_len - (b + 1) * (seq_len // (2 * batch))``, so every row is padded."""
+    documents: tuple[int, ...] = attrs.field(
+        default=attrs.Factory(_default_documents, takes_self=True),
+        converter=_int_tuple,
+        validator=_documents_ok,
+    )
+    """With packing: the document lengths of every row, in order (they sum to
+    ``seq_len``). Default: four equal documents."""
+    training: bool = True
+    """A training forward (dropout as configured; backward rules for the predictor)."""
+
+    def describe(self) -> str:
+        """One line for people, e.g. ``"batch 2 x 8192 tokens, packed (position_ids)"``."""
+        text = f"batch {self.batch} x {self.seq_len} tokens"
+        if self.padding is not Padding.NONE:
+            text += f", {self.padding.value} padding"
+        if self.packing is not Packing.NONE:
+            text += f", packed ({self.packing.value}, {len(self.documents)} documents per row)"
+        return text
+
+
+@enum.unique
+class GqaHandling(enum.Enum):
+    """How a layer's key/value heads met its query heads (:attr:`LayerAttention.gqa`)."""
+
+    NONE = "none"
+    """As many key/value heads as query heads: nothing to do."""
+    NATIVE = "native"
+    """``enable_gqa=True`` was passed: SDPA shares each key/value head itself."""
+    REPEATED = "repeated"
+    """transformers repeated the key/value heads to the query heads (``repeat_kv``)
+    before the call: more memory traffic, and the kernel sees plain MHA."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LayerAttention:
+    """One attention layer's SDPA call, read."""
+
+    index: int = attrs.field(validator=non_negative)
+    """The layer's index in the model."""
+    layer_type: str
+    """The config's word for the layer, e.g. ``"sliding_attention"``."""
+    sliding_window: int | None
+    """The layer's sliding window, when it has one."""
+    call: SdpaCall
+    """The shapes and flags of the call."""
+    kv_heads: int = attrs.field(validator=positive)
+    """Key/value heads of the layer before any repeat."""
+    gqa: GqaHandling
+    """How grouped-query attention was handled."""
+    band: Band
+    """The mask's structure (:attr:`BandKind.NONE` when no mask was passed)."""
+    mask_bytes: int = attrs.field(validator=non_negative)
+    """Bytes of the mask tensor this layer received (shared between layers that get
+    the same one); 0 without a mask."""
+    cross_document: bool | None
+    """For packed scenarios: whether a query attends a key of another document (a
+    correctness bug). ``None`` when the scenario is not packed."""
+    prediction: BackendPrediction
+    """The CUDA backend SDPA would choose for this call, with the reasons for the others."""
+
+    @property
+    def mask(self) -> MaskKind:
+        """The kind of mask passed to SDPA."""
+        return self.call.mask
+
+    @property
+    def is_causal(self) -> bool:
+        """The ``is_causal`` flag passed to SDPA."""
+        return self.call.is_causal
+
+    @property
+    def backend(self) -> SdpaBackend:
+        """The predicted CUDA backend."""
+        return self.prediction.backend
+
+    @property
+    def fast_path(self) -> bool:
+        """No mask tensor, and a flash or cuDNN kernel predicted."""
+        return self.call.mask is MaskKind.NONE and self.prediction.backend in _FAST_BACKENDS
+
+    @property
+    def mask_redundant(self) -> bool:
+        """A mask was materialised that says nothing ``is_causal`` could not (plain
+        causal or full, no padding): the fast path was lost for nothing."""
+        return (
+            self.call.mask is not MaskKind.NONE
+            and self.band.kind in (BandKind.CAUSAL, BandKind.FULL)
+            and not self.band.padded
+        )
+
+    def lost_reasons(self) -> tuple[str, ...]:
+        """Why the fast path was lost; empty when it was kept."""
+        if self.fast_path:
+            return ()
+        reasons: list[str] = []
+        if self.call.mask is not MaskKind.NONE:
+            text = (
+                f"a {self.call.mask.value} mask of {_mib(self.mask_bytes)} was materialised "
+                f"({self.band.describe()})"
+            )
+            if self.mask_redundant:
+                text += ": identical to what is_causal expresses"
+            reasons.append(text)
+        if self.gqa is GqaHandling.REPEATED:
+            reasons.append(
+                f"K/V repeated from {self.kv_heads} to {self.call.query_heads} heads (no native GQA)"
+            )
+        for backend in _FAST_BACKENDS:
+            if backend is not self.prediction.backend:
+                reasons.extend(self.prediction.ruling(backend).reasons)
+        return tuple(reasons)
+
+
+def _mib(n: int) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):,.1f} MiB"
+    return f"{n:,} B"
+
+
+def _layer_types_filter(layer_types: Iterable[str] | None) -> frozenset[str] | None:
+    if layer_types is None:
+        return None
+    if isinstance(layer_types, str):
+        return frozenset({layer_types})
+    return frozenset(layer_types)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class MaskReport:
+    """Every SDPA call of one forward pass, per layer."""
+
+    model_type: str
+    """The config's ``model_type`` (of its text config for multimodal models)."""
+    architecture: str
+    """The transformers class that ran, e.g. ``"Gemma3TextModel"``."""
+    scenario: MaskScenario
+    """The batch that ran."""
+    dtype: AttentionDtype
+    """The dtype the model ran in."""
+    capability: tuple[int, int]
+    """The CUDA capability the backend predictions are for."""
+    layers: tuple[LayerAttention, ...]
+    """One entry per SDPA call, in order."""
+    mask_bytes: int = attrs.field(validator=non_negative)
+    """Bytes of all distinct masks built for the forward."""
+    transformers_version: str
+    """The transformers whose code was recorded."""
+
+    @property
+    def layer_types(self) -> tuple[str, ...]:
+        """The distinct layer types, in order of first appearance."""
+        return tuple(dict.fromkeys(layer.layer_type for layer in self.layers))
+
+    def lost_fast_path(
+        self, *, layer_types: Iterable[str] | None = None
+    ) -> tuple[LayerAttention, ...]:
+        """The layers (of ``layer_types``, default all) that lost the fast path."""
+        wanted = _layer_types_filter(layer_types)
+        return tuple(
+            layer
+            for layer in self.layers
+            if not layer.fast_path and (wanted is None or layer.layer_type in wanted)
+        )
+
+    def cross_document_layers(self) -> tuple[LayerAttention, ...]:
+        """The layers in which packed documents attend to each other."""
+        return tuple(layer for layer in self.layers if layer.cross_document)
+
+    def assert_no_cross_document(self) -> None:
+        """Raise :class:`~probewise.errors.CrossDocumentAttentionError` naming every layer
+        in which packed documents attend to each other."""
+        crossing = self.cross_document_layers()
+        if crossing:
+            raise CrossDocumentAttentionError(
+                f"{len(crossing)} of {len(self.layers)} layers let packed documents attend "
+                f"to each other ({self.scenario.describe()}): layers "
+                f"{_ranges([layer.index for layer in crossing])} "
+                f"({', '.join(sorted({layer.band.describe() for layer in crossing}))}). "
+                "This is a correctness bug, not a speed problem: pass position_ids with no "
+                "attention mask (transformers then builds the block-diagonal mask), or a "
+                "4-D block-diagonal mask yourself."
+            )
+
+    def assert_fast_path(self, *, layer_types: Iterable[str] | None = None) -> None:
+        """Raise unless every layer of ``layer_types`` (default all) keeps the fast path.
+
+        Packed documents that attend to each other raise
+        :class:`~probewise.errors.CrossDocumentAttentionError` first (a correctness bug
+        outranks a speed one); then :class:`~probewise.errors.FastPathLostError` lists
+        each layer that lost the fast path and why.
+        """
+        self.assert_no_cross_document()
+        wanted = _layer_types_filter(layer_types)
+        if wanted is not None:
+            unknown = wanted - set(self.layer_types)
+            if unknown:
+                raise InvalidInputError(
+                    f"no layer of type {', '.join(sorted(unknown))}; this model has "
+                    f"{', '.join(self.layer_types)}"
+                )
+        lost = self.lost_fast_path(layer_types=layer_types)
+        if not lost:
+            return
+        groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        for layer in lost:
+            groups.setdefault((layer.layer_type, layer.lost_reasons()), []).append(layer.index)
+        lines = [
+            f"{len(lost)} of {len(self.layers)} layers lost SDPA's fast path "
+            f"({self.model_type}, {self.scenario.describe()}, {self.dtype.value}, "
+            f"sm{self.capability[0]}{self.capability[1]}):"
+        ]
+        for (layer_type, reasons), indices in groups.items():
+            lines.append(f"  layers {_ranges(indices)} ({layer_type}): {'; '.join(reasons)}")
+        raise FastPathLostError("\n".join(lines))
+
+
+def _ranges(indices: Iterable[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    values = sorted(set(indices))
+    parts: list[str] = []
+    start = previous = values[0] if values else 0
+    for value in values[1:]:
+        if value != previous + 1:
+            parts.append(f"{start}-{previous}" if previous > start else str(start))
+            start = value
+        previous = value
+    if values:
+        parts.append(f"{start}-{previous}" if previous > start else str(start))
+    return ", ".join(parts)
+
+
+def bundled_configs() -> tuple[str, ...]:
+    """Names of the config files shipped with probewise (mirrors of published models'
+    shapes), usable wherever a config path is: e.g. ``probe_masks("gemma3-27b", ...)``."""
+    folder = importlib.resources.files("probewise.throughput") / "configs"
+    return tuple(
+        sorted(
+            entry.name.removesuffix(".json")
+            for entry in folder.iterdir()
+            if entry.name.endswith(".json")
+        )
+    )
+
+
+def _resolve_config(config: object) -> object:
+    if isinstance(config, str) and not Path(config).exists() and config in bundled_configs():
+        resource = importlib.resources.files("probewise.throughput") / "configs" / f"{config}.json"
+        import json
+
+        data: object = json.loads(resource.read_text(encoding="utf-8"))
+        return data
+    return config
+
+
+def _capability(value: tuple[int, int]) -> tuple[int, int]:
+    given = cast("object", value)
+    if not isinstance(given, tuple):
+        raise InvalidInputError(f"capability must be (major, minor) ints >= 0, got {value!r}")
+    parts = cast("tuple[object, ...]", given)
+    if len(parts) != 2 or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in parts
+    ):
+        raise InvalidInputError(f"capability must be (major, minor) ints >= 0, got {value!r}")
+    return value
+
+
+def _inputs(
+    scenario: MaskScenario,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64] | None]:
+    shape = (scenario.batch, scenario.seq_len)
+    input_ids = np.zeros(shape, dtype=np.int64)
+    attention: npt.NDArray[np.int64] | None = np.ones(shape, dtype=np.int64)
+    positions: npt.NDArray[np.int64] | None = None
+    match scenario.padding:
+        case Padding.NONE:
+            pass
+        case Padding.RIGHT:
+            assert attention is not None
+            for row, length in enumerate(scenario.lengths):
+                attention[row, length:] = 0
+        case Padding.LEFT:
+            assert attention is not None
+            for row, length in enumerate(scenario.lengths):
+                attention[row, : scenario.seq_len - length] = 0
+        case _ as unreachable:  # pragma: no cover
+            assert_never(unreachable)
+    match scenario.packing:
+        case Packing.NONE:
+            pass
+        case Packing.POSITION_IDS | Packing.ALL_ONES_MASK:
+            one_row = np.concatenate([np.arange(n, dtype=np.int64) for n in scenario.documents])
+            positions = np.tile(one_row, (scenario.batch, 1))
+            if scenario.packing is Packing.POSITION_IDS:
+                attention = None
+        case _ as unknown:  # pragma: no cover
+            assert_never(unknown)
+    return input_ids, attention, positions
+
+
+def probe_masks(
+    config: PretrainedConfig | str | Path | Mapping[str, object],
+    scenario: MaskScenario,
+    *,
+    dtype: AttentionDtype | str | torch.dtype,
+    capability: tuple[int, int] = (9, 0),
+) -> MaskReport:
+    """Record every SDPA call of one forward of ``config``'s model on ``scenario``.
+
+    Args:
+        config: a transformers ``PretrainedConfig``, a path to a ``config.json`` (or a
+            folder holding one), a dict of one, or the name of a bundled config
+            (:func:`bundled_configs`). Multimodal configs are probed through their
+            text config. Nothing is downloaded and no weights are loaded.
+        scenario: the batch to run (shape, padding, packing).
+        dtype: the dtype the model runs in (``"bfloat16"``, ``torch.float16``, ...).
+        capability: the CUDA compute capability to predict backends for (9, 0 is H100
+            / H200).
+
+    Raises:
+        UnsupportedModelError: the config does not build a transformers model that
+            uses SDPA (e.g. Gemma2), or the model could not run on the probe.
+        InvalidInputError: a bad config path, dtype or capability.
+    """
+    if not isinstance(cast("object", scenario), MaskScenario):
+        raise InvalidInputError(f"scenario must be a MaskScenario, got {type(scenario).__name__}")
+    attention_dtype = AttentionDtype.parse(
+        dtype if isinstance(dtype, (AttentionDtype, str)) else str(dtype)
+    )
+    capability = _capability(capability)
+    from probewise.throughput import _mask_recorder
+
+    loaded = _mask_recorder.load_config(
+        cast("PretrainedConfig | str | Path | Mapping[str, object]", _resolve_config(config))
+    )
+    input_ids, attention, positions = _inputs(scenario)
+    run = _mask_recorder.record_sdpa_calls(
+        loaded,
+        dtype=attention_dtype.value,
+        input_ids=input_ids,
+        attention_mask=attention,
+        position_ids=positions,
+        training=scenario.training,
+    )
+    bands: dict[int, Band] = {}
+    crossing: dict[int, bool] = {}
+    layers: list[LayerAttention] = []
+    packed = scenario.packing is not Packing.NONE
+    for raw in run.calls:
+        batch, query_heads, query_length, head_dim = raw.query_shape
+        if raw.mask_id is None:
+            band = Band(kind=BandKind.NONE)
+            mask_kind = MaskKind.NONE
+            cross = (len(scenario.documents) > 1) if packed else None
+            mask_bytes = 0
+        else:
+            mask_id = raw.mask_id
+            if mask_id not in bands:
+                band = analyse_band(run.masks[mask_id])
+                if mask_id in run.heads_differ:
+                    band = Band(
+                        kind=BandKind.OTHER,
+                        padding_columns=band.padding_columns,
+                        masked_rows=band.masked_rows,
+                        allowed_share=band.allowed_share,
+                    )
+                bands[mask_id] = band
+                if packed:
+                    crossing[mask_id] = crosses_documents(run.masks[mask_id], scenario.documents)
+            band = bands[mask_id]
+            mask_kind = MaskKind.BOOLEAN if raw.mask_dtype_bool else MaskKind.ADDITIVE
+            cross = crossing[mask_id] if packed else None
+            mask_bytes = run.mask_bytes[mask_id]
+        call = SdpaCall(
+            batch=batch,
+            query_heads=query_heads,
+            kv_heads=raw.key_shape[1],
+            query_length=query_length,
+            kv_length=raw.key_shape[2],
+            head_dim=head_dim,
+            value_head_dim=raw.value_shape[3],
+            dtype=AttentionDtype.parse(raw.dtype),
+            mask=mask_kind,
+            mask_shape=raw.mask_shape,
+            is_causal=raw.is_causal,
+            dropout=raw.dropout,
+            enable_gqa=raw.enable_gqa,
+            requires_grad=scenario.training,
+        )
+        if raw.kv_groups > 1:
+            gqa = GqaHandling.NATIVE if raw.enable_gqa else GqaHandling.REPEATED
+        else:
+            gqa = GqaHandling.NONE
+        layers.append(
+            LayerAttention(
+                index=max(raw.layer_index, 0),
+                layer_type=raw.layer_type,
+                sliding_window=raw.sliding_window,
+                call=call,
+                kv_heads=max(1, query_heads // raw.kv_groups),
+                gqa=gqa,
+                band=band,
+                mask_bytes=mask_bytes,
+                cross_document=cross,
+                prediction=predict_backend(call, capability=capability),
+            )
+        )
+    import transformers
+
+    return MaskReport(
+        model_type=run.model_type,
+        architecture=run.architecture,
+        scenario=scenario,
+        dtype=attention_dtype,
+        capability=capability,
+        layers=tuple(layers),
+        mask_bytes=sum(run.mask_bytes.values()),
+        transformers_version=str(transformers.__version__),
+    )

@@ -1,0 +1,133 @@
+"""``probewise preflight`` and ``probewise masks``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from probewise._cli_masks import parse_capability
+from probewise._cli_preflight import synthetic_lengths
+from probewise.cli import main
+from probewise.errors import InvalidInputError
+
+
+def test_preflight_with_no_arguments_passes_on_the_embedded_defaults() -> None:
+    # A fresh process, as the README's main command runs it.
+    done = subprocess.run(
+        [sys.executable, "-m", "probewise.cli", "preflight"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "gemma3-27b (Gemma3TextModel), batch 2 x 8192 tokens" in out
+    assert "WARN  attention: SDPA fast path" in out
+    assert "10 of 62 layers keep it" in out  # the full-attention layers
+    assert "PASS  data: bucket sweep" in out
+    assert out.rstrip().endswith("passed (warnings are worth a look, not errors)")
+
+
+def test_preflight_packed_with_an_all_ones_mask_fails_naming_the_layers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["preflight", "--seq", "512", "--batch", "1", "--packed", "all-ones-mask"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "FAIL  attention: packed documents kept apart" in out
+    assert "layers 0-61 let documents attend to each other" in out
+    assert out.rstrip().endswith("FAILED")
+
+
+def test_preflight_packed_by_position_ids_keeps_documents_apart(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["preflight", "--seq", "512", "--batch", "1", "--packed", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    checks = {c["name"]: c for c in document["checks"]}
+    assert checks["attention: packed documents kept apart"]["status"] == "pass"
+    assert checks["attention: SDPA fast path"]["status"] == "warn"  # block masks cost flash
+    assert document["passed"] is True
+    assert document["masks"]["scenario"]["documents"] == [128, 128, 128, 128]
+    assert len(document["masks"]["layers"]) == 62
+
+
+def test_preflight_fails_when_a_mask_is_plain_causal_for_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["preflight", "--seq", "1024", "--batch", "1"])  # == Gemma 3's window
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "FAIL  attention: SDPA fast path" in out
+    assert "identical to plain causal (lost for nothing)" in out
+
+
+def test_preflight_expect_fast_and_lengths_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("\n".join(str(n) for n in [100, 200, 300, 4000, 9000] * 20) + "\n")
+    argv = ["preflight", "--lengths", str(lengths), "--seq", "2048", "--batch", "4"]
+    assert main([*argv, "--expect-fast", "full_attention"]) == 0
+    out = capsys.readouterr().out
+    assert "40 of 100 sequences (40.0%) are longer than --seq 2048" in out
+    assert main([*argv, "--expect-fast", "sliding_attention"]) == 1
+    assert "FAIL  attention: SDPA fast path" in capsys.readouterr().out
+    assert main([*argv, "--expect-fast", "no_such_type"]) == 2
+    assert "this model has layer types" in capsys.readouterr().err
+
+
+def test_masks_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["masks", "gemma4", "--seq", "256"]) == 0
+    out = capsys.readouterr().out
+    assert "Gemma4TextModel (gemma4_text), batch 1 x 256 tokens" in out
+    assert "flash: head_dim 512 > 256" in out
+    assert main(["masks", "gemma4", "--seq", "256", "--assert-fast", "full_attention"]) == 1
+    assert "FastPathLostError: 5 of 30 layers" in capsys.readouterr().out
+    assert (
+        main(["masks", "llama3-8b", "--seq", "128", "--padding", "right", "--batch", "2", "--json"])
+        == 0
+    )
+    document = json.loads(capsys.readouterr().out)
+    layer = document["layers"][0]
+    assert layer["mask"] == "boolean"
+    assert layer["band"]["kind"] == "causal"
+    assert layer["band"]["padding_columns"] == [32, 64]
+    assert layer["gqa"] == "repeated"
+    assert document["failure"] is None
+
+
+def test_masks_list_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["masks", "--list"]) == 0
+    assert "gemma3-27b" in capsys.readouterr().out.split()
+    assert main(["masks", "gemma2-9b", "--seq", "64"]) == 2
+    assert "does not support attn_implementation='sdpa'" in capsys.readouterr().err
+    assert main(["masks"]) == 2
+    assert main(["masks", "llama3-8b", "--documents", "4,4"]) == 2
+    assert "--documents needs --packed" in capsys.readouterr().err
+    assert main(["masks", "llama3-8b", "--padding", "right", "--packed"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("9.0", (9, 0)), ("8.6", (8, 6)), ("sm90", (9, 0)), ("sm_100", (10, 0))]
+)
+def test_parse_capability(text: str, expected: tuple[int, int]) -> None:
+    assert parse_capability(text) == expected
+
+
+def test_parse_capability_rejects() -> None:
+    with pytest.raises(InvalidInputError):
+        parse_capability("hopper")
+
+
+def test_synthetic_lengths_are_fixed() -> None:
+    a, b = synthetic_lengths(), synthetic_lengths()
+    assert a.shape == (20_000,)
+    assert (a == b).all()
+    assert a.min() >= 16
+    assert a.max() <= 32_768

@@ -1,0 +1,331 @@
+"""The mask probe over every family x scenario, against tables verified by hand.
+
+The expectations come from reading transformers 5.25's ``masking_utils`` and
+``sdpa_attention_forward`` (and were then checked against the probe's output):
+
+- ``_ignore_causal_mask_sdpa`` drops the mask (``is_causal=True`` instead) when no
+  padding is present, except when ``kv_length >= local_size``: so a sliding layer at
+  a sequence length *equal* to its window materialises a mask that is plain causal
+  (the first trap);
+- ``_preprocess_mask_arguments`` looks for packing in ``position_ids`` only when the
+  2-D attention mask is ``None``: packing plus an all-ones mask gives a plain causal
+  ``is_causal=True`` call over the whole row (the second trap);
+- ``use_gqa_in_sdpa`` passes ``enable_gqa=True`` only with no mask and head dims
+  <= 256, otherwise ``repeat_kv`` (the third trap: Gemma 4's 512-dim global layers).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+
+from probewise import (
+    CrossDocumentAttentionError,
+    FastPathLostError,
+    InvalidInputError,
+    UnsupportedModelError,
+)
+from probewise.throughput.masks import (
+    BandKind,
+    GqaHandling,
+    LayerAttention,
+    MaskReport,
+    MaskScenario,
+    Packing,
+    Padding,
+    bundled_configs,
+    probe_masks,
+)
+from probewise.throughput.sdpa import AttentionDtype, MaskKind, SdpaBackend
+
+pytest.importorskip("transformers")
+
+FAMILIES = ("llama3-8b", "mistral-7b", "qwen2.5-7b", "qwen3-8b", "gemma3-27b", "gemma4")
+
+
+@functools.cache
+def probe(
+    config: str,
+    seq: int,
+    *,
+    batch: int = 1,
+    padding: Padding = Padding.NONE,
+    packing: Packing = Packing.NONE,
+    capability: tuple[int, int] = (9, 0),
+) -> MaskReport:
+    return probe_masks(
+        config,
+        MaskScenario(seq_len=seq, batch=batch, padding=padding, packing=packing),
+        dtype="bfloat16",
+        capability=capability,
+    )
+
+
+def bundled(name: str) -> dict[str, object]:
+    import importlib.resources
+
+    text = (
+        importlib.resources.files("probewise.throughput") / "configs" / f"{name}.json"
+    ).read_text()
+    data: dict[str, object] = json.loads(text)
+    return data
+
+
+def of_type(report: MaskReport, layer_type: str) -> list[LayerAttention]:
+    return [layer for layer in report.layers if layer.layer_type == layer_type]
+
+
+def assert_fast(layer: LayerAttention, *, native_gqa: bool = True) -> None:
+    assert layer.mask is MaskKind.NONE
+    assert layer.is_causal
+    assert layer.band.kind is BandKind.NONE
+    assert layer.mask_bytes == 0
+    assert layer.gqa is (GqaHandling.NATIVE if native_gqa else GqaHandling.NONE)
+    assert layer.fast_path
+    assert layer.lost_reasons() == ()
+
+
+def assert_masked(layer: LayerAttention, kind: BandKind) -> None:
+    assert layer.mask is MaskKind.BOOLEAN
+    assert not layer.is_causal
+    assert layer.band.kind is kind
+    assert layer.gqa is GqaHandling.REPEATED  # a mask rules out enable_gqa on CUDA
+    assert layer.call.kv_heads == layer.call.query_heads
+    assert not layer.fast_path
+    assert "flash: attn_mask is not None" in layer.prediction.ruling(SdpaBackend.FLASH).reasons
+
+
+def test_bundled_configs_are_listed() -> None:
+    assert set(FAMILIES) | {"gemma2-9b"} <= set(bundled_configs())
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_no_padding_below_any_window_keeps_the_fast_path_everywhere(family: str) -> None:
+    report = probe(family, 256)
+    config = bundled(family)
+    assert len(report.layers) == config["num_hidden_layers"]
+    assert [layer.index for layer in report.layers] == list(range(len(report.layers)))
+    for layer in report.layers:
+        if family == "gemma4" and layer.layer_type == "full_attention":
+            continue  # the head-dim trap, below
+        assert_fast(layer)
+        assert layer.call.head_dim == config.get("head_dim", 128)
+        assert layer.call.query_heads == config["num_attention_heads"]
+        assert layer.kv_heads == config["num_key_value_heads"]
+        assert layer.call.dtype is AttentionDtype.BFLOAT16
+        assert layer.backend in (SdpaBackend.FLASH, SdpaBackend.CUDNN)
+    report.assert_fast_path(
+        layer_types=["sliding_attention"] if family.startswith("gemma") else None
+    )
+
+
+def test_layer_pattern_of_gemma3_27b() -> None:
+    report = probe("gemma3-27b", 256)
+    full = [layer.index for layer in of_type(report, "full_attention")]
+    assert full == list(range(5, 62, 6))  # 5 sliding per full layer, 62 layers
+    assert {layer.sliding_window for layer in of_type(report, "sliding_attention")} == {1024}
+    assert report.layer_types == ("sliding_attention", "full_attention")
+
+
+@pytest.mark.parametrize(("family", "window"), [("gemma3-27b", 1024), ("mistral-7b", 4096)])
+def test_trap_sequence_equal_to_the_window_materialises_plain_causal(
+    family: str, window: int
+) -> None:
+    report = probe(family, window)
+    sliding = of_type(report, "sliding_attention")
+    assert sliding
+    for layer in sliding:
+        assert_masked(layer, BandKind.CAUSAL)
+        assert not layer.band.padded
+        assert layer.mask_redundant
+        assert layer.mask_bytes == window * window  # one bool per (query, key), batch 1
+        assert any("identical to what is_causal expresses" in r for r in layer.lost_reasons())
+    for layer in of_type(report, "full_attention"):
+        assert_fast(layer)
+    with pytest.raises(FastPathLostError) as caught:
+        report.assert_fast_path()
+    message = str(caught.value)
+    assert f"{len(sliding)} of {len(report.layers)} layers" in message
+    assert "sliding_attention" in message
+
+
+@pytest.mark.parametrize(("family", "window"), [("gemma3-27b", 1024), ("mistral-7b", 4096)])
+def test_sequence_below_and_above_the_window(family: str, window: int) -> None:
+    below = probe(family, window - 1)
+    for layer in below.layers:
+        assert_fast(layer)
+    above = probe(family, window + 512)
+    for layer in of_type(above, "sliding_attention"):
+        assert_masked(layer, BandKind.SLIDING_WINDOW)
+        assert layer.band.window == window
+        assert not layer.mask_redundant
+    for layer in of_type(above, "full_attention"):
+        assert_fast(layer)
+    if family == "gemma3-27b":
+        above.assert_fast_path(layer_types=["full_attention"])
+        with pytest.raises(FastPathLostError):
+            above.assert_fast_path(layer_types=["sliding_attention"])
+
+
+@pytest.mark.parametrize("family", ["llama3-8b", "gemma3-27b", "gemma4"])
+@pytest.mark.parametrize("side", [Padding.RIGHT, Padding.LEFT])
+def test_padding_materialises_a_mask_with_padding_columns(family: str, side: Padding) -> None:
+    report = probe(family, 512, batch=2, padding=side)
+    lengths = report.scenario.lengths
+    assert lengths == (384, 256)
+    for layer in report.layers:
+        assert_masked(layer, BandKind.CAUSAL)
+        assert layer.band.padding_columns == (128, 256)
+        assert layer.band.masked_rows == ((128, 256) if side is Padding.LEFT else (0, 0))
+        assert not layer.mask_redundant
+        assert layer.mask_bytes == 2 * 512 * 512
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_packing_by_position_ids_builds_block_diagonal_masks(family: str) -> None:
+    report = probe(family, 1024, batch=2, packing=Packing.POSITION_IDS)
+    assert report.scenario.documents == (256, 256, 256, 256)
+    for layer in report.layers:
+        assert_masked(layer, BandKind.BLOCK_DIAGONAL)
+        assert layer.band.segments == ((256,) * 4, (256,) * 4)
+        assert layer.band.window is None  # documents are shorter than every window
+        assert layer.cross_document is False
+    report.assert_no_cross_document()
+    with pytest.raises(FastPathLostError):
+        report.assert_fast_path()
+
+
+def test_packed_documents_longer_than_the_window_get_a_window_inside() -> None:
+    report = probe("gemma3-27b", 6144, packing=Packing.POSITION_IDS)
+    for layer in of_type(report, "sliding_attention"):
+        assert layer.band.kind is BandKind.BLOCK_DIAGONAL
+        assert layer.band.window == 1024
+        assert layer.band.segments == ((1536,) * 4,)
+    for layer in of_type(report, "full_attention"):
+        assert layer.band.window is None
+    assert report.cross_document_layers() == ()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_trap_packing_with_an_all_ones_mask_attends_across_documents(family: str) -> None:
+    report = probe(family, 256, batch=2, packing=Packing.ALL_ONES_MASK)  # below every window
+    for layer in report.layers:
+        assert layer.cross_document is True
+        if family == "gemma4" and layer.layer_type == "full_attention":
+            continue
+        assert_fast(layer)  # fast, and wrong: one causal run over all four documents
+    with pytest.raises(CrossDocumentAttentionError) as caught:
+        report.assert_fast_path()
+    assert f"{len(report.layers)} of {len(report.layers)} layers" in str(caught.value)
+    assert "0-" in str(caught.value)
+
+
+def test_trap_gemma4_global_head_dim_512_loses_flash_and_native_gqa() -> None:
+    report = probe("gemma4", 256)
+    full = of_type(report, "full_attention")
+    assert [layer.index for layer in full] == [5, 11, 17, 23, 29]
+    for layer in full:
+        assert layer.call.head_dim == 512
+        assert layer.mask is MaskKind.NONE
+        assert layer.is_causal
+        assert layer.gqa is GqaHandling.REPEATED  # use_gqa_in_sdpa: head dim > 256
+        assert "flash: head_dim 512 > 256" in layer.prediction.ruling(SdpaBackend.FLASH).reasons
+        assert layer.backend not in (SdpaBackend.FLASH, SdpaBackend.CUDNN)
+        assert not layer.fast_path
+    with pytest.raises(FastPathLostError) as caught:
+        report.assert_fast_path()
+    assert "layers 5, 11, 17, 23, 29 (full_attention)" in str(caught.value)
+    report.assert_fast_path(layer_types=["sliding_attention"])
+
+
+def test_qwen3_slides_only_from_max_window_layers_on() -> None:
+    config = bundled("qwen3-8b")
+    config.update(use_sliding_window=True, sliding_window=512, max_window_layers=28)
+    report = probe_masks(config, MaskScenario(seq_len=1024), dtype="bf16")
+    assert [layer.layer_type for layer in report.layers] == ["full_attention"] * 28 + [
+        "sliding_attention"
+    ] * 8
+    for layer in report.layers[:28]:
+        assert_fast(layer)
+    for layer in report.layers[28:]:
+        assert_masked(layer, BandKind.SLIDING_WINDOW)
+        assert layer.band.window == 512
+
+
+def test_qwen25_as_published_has_no_sliding_layers() -> None:
+    report = probe("qwen2.5-7b", 256)
+    assert report.layer_types == ("full_attention",)
+
+
+def test_gemma2_is_a_clear_error() -> None:
+    with pytest.raises(UnsupportedModelError, match="does not support attn_implementation='sdpa'"):
+        probe_masks("gemma2-9b", MaskScenario(seq_len=64), dtype="bf16")
+
+
+def test_capability_changes_the_prediction_not_the_masks() -> None:
+    hopper = probe("llama3-8b", 256)
+    old = probe("llama3-8b", 256, capability=(7, 0))
+    assert [layer.band for layer in hopper.layers] == [layer.band for layer in old.layers]
+    assert all(layer.backend not in (SdpaBackend.FLASH, SdpaBackend.CUDNN) for layer in old.layers)
+
+
+def test_config_inputs_path_folder_dict_and_errors(tmp_path: Path) -> None:
+    data = bundled("llama3-8b")
+    data["num_hidden_layers"] = 2
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    scenario = MaskScenario(seq_len=64)
+    for config in (tmp_path / "config.json", tmp_path, str(tmp_path / "config.json"), data):
+        report = probe_masks(config, scenario, dtype="float16")
+        assert len(report.layers) == 2
+        assert report.dtype is AttentionDtype.FLOAT16
+    with pytest.raises(InvalidInputError, match="no config file"):
+        probe_masks(tmp_path / "missing.json", scenario, dtype="bf16")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(InvalidInputError, match="cannot read"):
+        probe_masks(tmp_path / "bad.json", scenario, dtype="bf16")
+    with pytest.raises(InvalidInputError, match="model_type"):
+        probe_masks({"hidden_size": 8}, scenario, dtype="bf16")
+    with pytest.raises(InvalidInputError, match="dtype"):
+        probe_masks(data, scenario, dtype="int8")
+    with pytest.raises(InvalidInputError, match="capability"):
+        probe_masks(data, scenario, dtype="bf16", capability=(9,))  # type: ignore[arg-type]
+
+
+def test_torch_dtype_is_accepted() -> None:
+    import torch
+
+    data = bundled("llama3-8b")
+    data["num_hidden_layers"] = 1
+    report = probe_masks(data, MaskScenario(seq_len=32), dtype=torch.float32)
+    assert report.dtype is AttentionDtype.FLOAT32
+    assert report.layers[0].call.dtype is AttentionDtype.FLOAT32
+
+
+def test_scenario_validation() -> None:
+    with pytest.raises(InvalidInputError):
+        MaskScenario(seq_len=0)
+    with pytest.raises(InvalidInputError, match="one length per batch row"):
+        MaskScenario(seq_len=8, batch=2, padding=Padding.RIGHT, lengths=(8,))
+    with pytest.raises(InvalidInputError, match=r"\[1, seq_len=8\]"):
+        MaskScenario(seq_len=8, padding=Padding.RIGHT, lengths=(9,))
+    with pytest.raises(InvalidInputError, match="only with padding"):
+        MaskScenario(seq_len=8, lengths=(4,))
+    with pytest.raises(InvalidInputError, match="sum to seq_len"):
+        MaskScenario(seq_len=8, packing=Packing.POSITION_IDS, documents=(4, 3))
+    with pytest.raises(InvalidInputError, match="not both"):
+        MaskScenario(seq_len=8, padding=Padding.RIGHT, packing=Packing.POSITION_IDS)
+    assert MaskScenario(seq_len=10, packing=Packing.POSITION_IDS).documents == (2, 2, 2, 4)
+    assert MaskScenario(seq_len=100, batch=1, padding=Padding.LEFT).lengths == (50,)
+
+
+def test_the_probe_leaves_torch_as_it_found_it() -> None:
+    import torch
+
+    before = torch.nn.functional.scaled_dot_product_attention
+    probe("llama3-8b", 256)
+    assert torch.nn.functional.scaled_dot_product_attention is before
+    q = torch.zeros(1, 1, 4, 8)
+    assert torch.nn.functional.scaled_dot_product_attention(q, q, q).shape == (1, 1, 4, 8)
