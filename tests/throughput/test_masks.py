@@ -329,3 +329,47 @@ def test_the_probe_leaves_torch_as_it_found_it() -> None:
     assert torch.nn.functional.scaled_dot_product_attention is before
     q = torch.zeros(1, 1, 4, 8)
     assert torch.nn.functional.scaled_dot_product_attention(q, q, q).shape == (1, 1, 4, 8)
+
+
+# The predicted backend per (scenario, layer type, capability), checked by hand against
+# the rules in probewise.throughput.sdpa: on sm90 cuDNN comes first in torch 2.13's
+# order (check_prefer_cudnn_attention) and takes masks and GQA up to head dim 128; on
+# sm80 the order is flash, efficient, math; flash refuses any mask and head dims
+# above 256; efficient refuses unequal heads (native GQA), so it runs after repeat_kv.
+BACKENDS = [
+    ("llama3-8b", 256, Padding.NONE, "full_attention", (9, 0), SdpaBackend.CUDNN),
+    ("llama3-8b", 256, Padding.NONE, "full_attention", (8, 0), SdpaBackend.FLASH),
+    ("llama3-8b", 256, Padding.RIGHT, "full_attention", (9, 0), SdpaBackend.CUDNN),
+    ("llama3-8b", 256, Padding.RIGHT, "full_attention", (8, 0), SdpaBackend.EFFICIENT),
+    ("gemma3-27b", 2048, Padding.NONE, "sliding_attention", (9, 0), SdpaBackend.CUDNN),
+    ("gemma3-27b", 2048, Padding.NONE, "sliding_attention", (8, 0), SdpaBackend.EFFICIENT),
+    ("gemma3-27b", 2048, Padding.NONE, "full_attention", (8, 0), SdpaBackend.FLASH),
+    (
+        "gemma4",
+        256,
+        Padding.NONE,
+        "sliding_attention",
+        (9, 0),
+        SdpaBackend.FLASH,
+    ),  # d=256: no cuDNN
+    ("gemma4", 256, Padding.NONE, "full_attention", (9, 0), SdpaBackend.EFFICIENT),  # d=512
+    ("gemma4", 1024, Padding.NONE, "sliding_attention", (9, 0), SdpaBackend.EFFICIENT),
+]
+
+
+@pytest.mark.parametrize(
+    ("family", "seq", "padding", "layer_type", "capability", "backend"), BACKENDS
+)
+def test_predicted_backend_per_layer(
+    family: str,
+    seq: int,
+    padding: Padding,
+    layer_type: str,
+    capability: tuple[int, int],
+    backend: SdpaBackend,
+) -> None:
+    batch = 2 if padding is not Padding.NONE else 1
+    report = probe(family, seq, batch=batch, padding=padding, capability=capability)
+    layers = of_type(report, layer_type)
+    assert layers
+    assert {layer.backend for layer in layers} == {backend}
