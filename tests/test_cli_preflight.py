@@ -77,7 +77,9 @@ def test_preflight_expect_fast_and_lengths_file(
     out = capsys.readouterr().out
     assert "40 of 100 sequences (40.0%) are longer than --seq 2048" in out
     assert main([*argv, "--expect-fast", "sliding_attention"]) == 1
-    assert "FAIL  attention: SDPA fast path" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "FAIL  attention: SDPA fast path" in out
+    assert "all 52 sliding_attention layers" in out
     assert main([*argv, "--expect-fast", "no_such_type"]) == 2
     assert "this model has layer types" in capsys.readouterr().err
 

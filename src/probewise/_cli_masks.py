@@ -58,7 +58,7 @@ def add_scenario_arguments(
         "--padding",
         choices=("none", "right", "left"),
         default="none",
-        help="pad every row but the longest, on this side (none)",
+        help="pad every row, on this side: row b keeps L - (b+1)*L/(2B) tokens (none)",
     )
     parser.add_argument(
         "--packed",

@@ -165,7 +165,10 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
             Check(
                 name="SDPA fast path",
                 status=Status.PASS,
-                detail=f"all {len(report.layers)} layers: no mask, {report.layers[0].backend.value}",
+                detail=(
+                    f"all {len(report.layers)} layers: no mask, "
+                    f"{', '.join(sorted({x.backend.value for x in report.layers}))}"
+                ),
                 figures=figures,
             )
         )

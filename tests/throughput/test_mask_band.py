@@ -72,7 +72,11 @@ def test_structures_are_recognised_or_reconstructed(
         assert band.kind is BandKind.CAUSAL
     if documents and band.kind is BandKind.BLOCK_DIAGONAL and np.all(_keep):
         assert all(list(row) == documents for row in band.segments)
-    assert crosses_documents(allowed, tuple(documents or [allowed.shape[1]])) is False
+    if documents:
+        assert crosses_documents(allowed, tuple(documents)) is False
+        joined = allowed.copy()
+        joined[:, -1, 0] = True  # the last query now sees the first document's first key
+        assert crosses_documents(joined, tuple(documents)) is True
 
 
 def reconstruct(band: Band, allowed: BoolArray) -> BoolArray | None:
@@ -145,6 +149,9 @@ def test_descriptions() -> None:
     assert crosses_documents(causal, (8, 8))
     assert not crosses_documents(block, (8, 8))
     assert analyse_band(np.zeros((1, 4, 6), dtype=bool)).kind is BandKind.OTHER
+    nothing = analyse_band(np.zeros((1, 4, 4), dtype=bool))
+    assert nothing.kind is BandKind.OTHER
+    assert nothing.allowed_share == 0.0
 
 
 def test_band_validation() -> None:

@@ -307,6 +307,8 @@ def test_torch_dtype_is_accepted() -> None:
 def test_scenario_validation() -> None:
     with pytest.raises(InvalidInputError):
         MaskScenario(seq_len=0)
+    with pytest.raises(InvalidInputError, match="prefill or training"):
+        MaskScenario(seq_len=1)
     with pytest.raises(InvalidInputError, match="one length per batch row"):
         MaskScenario(seq_len=8, batch=2, padding=Padding.RIGHT, lengths=(8,))
     with pytest.raises(InvalidInputError, match=r"\[1, seq_len=8\]"):
@@ -321,14 +323,103 @@ def test_scenario_validation() -> None:
     assert MaskScenario(seq_len=100, batch=1, padding=Padding.LEFT).lengths == (50,)
 
 
-def test_the_probe_leaves_torch_as_it_found_it() -> None:
+def tiny(model_type: str, **fields: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "model_type": model_type,
+        "num_hidden_layers": 2,
+        "intermediate_size": 64,
+        "vocab_size": 100,
+    }
+    base.update(fields)
+    return base
+
+
+def test_the_probe_leaves_torch_as_it_found_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
+    from transformers.models.llama import modeling_llama
 
     before = torch.nn.functional.scaled_dot_product_attention
-    probe("llama3-8b", 256)
+    grad = torch.is_grad_enabled()
+    config = tiny("llama", hidden_size=64, num_attention_heads=4, num_key_value_heads=2)
+    probe_masks(config, MaskScenario(seq_len=16), dtype="bf16")  # not the cached probe
     assert torch.nn.functional.scaled_dot_product_attention is before
-    q = torch.zeros(1, 1, 4, 8)
-    assert torch.nn.functional.scaled_dot_product_attention(q, q, q).shape == (1, 1, 4, 8)
+    assert torch.is_grad_enabled() is grad
+
+    def broken(self: object, hidden_states: torch.Tensor) -> torch.Tensor:
+        raise KeyError("planted")
+
+    monkeypatch.setattr(modeling_llama.LlamaRMSNorm, "forward", broken)
+    with pytest.raises(UnsupportedModelError, match="KeyError"):
+        probe_masks(config, MaskScenario(seq_len=16), dtype="bf16")
+    assert torch.nn.functional.scaled_dot_product_attention is before
+    assert torch.is_grad_enabled() is grad
+    q = torch.ones(1, 1, 4, 8)
+    assert torch.allclose(torch.nn.functional.scaled_dot_product_attention(q, q, q), q)
+
+
+def test_other_threads_keep_the_real_sdpa_during_a_probe() -> None:
+    import threading
+
+    import torch
+
+    q = torch.ones(1, 1, 4, 8)
+    stop = threading.Event()
+    bad: list[int] = []
+    calls: list[int] = []
+
+    def hammer() -> None:
+        while not stop.is_set():
+            out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+            calls.append(1)
+            if not torch.allclose(out, q):
+                bad.append(1)
+
+    worker = threading.Thread(target=hammer)
+    worker.start()
+    try:
+        report = probe_masks("gemma3-27b", MaskScenario(seq_len=64), dtype="bf16")
+    finally:
+        stop.set()
+        worker.join()
+    assert calls
+    assert bad == []
+    assert len(report.layers) == 62  # the other thread's calls were not recorded
+
+
+def test_a_family_that_derives_head_dim_from_hidden_size() -> None:
+    # GPT-NeoX reads hidden_size // heads: the narrow model would record head dim 1, so
+    # the probe runs again at the config's own width.
+    config = tiny("gpt_neox", hidden_size=4096, num_attention_heads=32)
+    report = probe_masks(config, MaskScenario(seq_len=32), dtype="bf16")
+    assert [layer.call.head_dim for layer in report.layers] == [128, 128]
+    assert all(layer.fast_path for layer in report.layers)
+
+
+def test_falcon_and_gpt2_names_are_read() -> None:
+    falcon = tiny(
+        "falcon",
+        hidden_size=256,
+        num_attention_heads=8,
+        new_decoder_architecture=True,
+        num_kv_heads=2,
+    )
+    report = probe_masks(falcon, MaskScenario(seq_len=32), dtype="bf16")
+    assert {(layer.call.head_dim, layer.kv_heads) for layer in report.layers} == {(32, 2)}
+    gpt2 = {"model_type": "gpt2", "n_embd": 256, "n_head": 8, "n_layer": 2, "vocab_size": 100}
+    report = probe_masks(gpt2, MaskScenario(seq_len=32), dtype="bf16")
+    assert {layer.call.head_dim for layer in report.layers} == {32}
+
+
+def test_no_sdpa_call_at_all_is_an_error_not_an_empty_pass() -> None:
+    config = tiny(
+        "qwen3_next",
+        hidden_size=256,
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        layer_types=["linear_attention", "linear_attention"],
+    )
+    with pytest.raises(UnsupportedModelError, match="no scaled_dot_product_attention call"):
+        probe_masks(config, MaskScenario(seq_len=16), dtype="bf16")
 
 
 # The predicted backend per (scenario, layer type, capability), checked by hand against

@@ -149,8 +149,8 @@ def analyse_band(allowed: BoolArray) -> Band:
             allowed_share=allowed_share,
         )
 
-    if queries != keys or total == 0:
-        return other()
+    if queries != keys or total == 0 or not count.any():
+        return other()  # (nothing allowed at all is "other", not a padded causal mask)
     first: IntArray = allowed.argmax(axis=-1).astype(np.int64)
     last: IntArray = (keys - 1 - allowed[..., ::-1].argmax(axis=-1)).astype(np.int64)
     rows = count > 0

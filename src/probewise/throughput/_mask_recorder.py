@@ -2,9 +2,10 @@
 
 This is the only module of the mask probe that imports torch and transformers. The
 model is the real transformers class for the config with ``attn_implementation=
-"sdpa"``, built on the meta device and shrunk in width only (hidden size,
-intermediate sizes, vocabulary); the number of layers, the layer-type pattern, the
-sliding window, the head counts and the head dims are the config's own.
+"sdpa"``, built on the meta device and shrunk in width only (intermediate sizes,
+vocabulary and, where the family reads an explicit head dim, the hidden size); the
+number of layers, the layer-type pattern, the sliding window, the head counts and
+the head dims are the config's own.
 
 What runs for real, on CPU: the embeddings, the rotary tables and transformers' own
 mask construction (``masking_utils``), which is what the probe is about. What runs
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 import threading
 from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
@@ -136,20 +138,42 @@ def _token_ids(config: PretrainedConfig) -> list[int]:
     return ids
 
 
-def _shrunk(config: PretrainedConfig) -> PretrainedConfig:
-    """The same layer pattern, heads and head dims at a tiny width and vocabulary."""
-    # Read from the dict: configs with per-layer overrides (Gemma4) refuse getattr of
-    # a per-layer field such as head_dim.
+def _head_dims(data: Mapping[str, object], hidden: int, heads: int) -> frozenset[int]:
+    """Every head dim the config states (any ``*head_dim`` field, at any depth, e.g.
+    Gemma 4's per-layer overrides), or ``hidden // heads`` when it states none."""
+    found: set[int] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, Mapping):
+            for key, item in cast("Mapping[object, object]", value).items():
+                if isinstance(key, str) and key.endswith("head_dim") and isinstance(item, int):
+                    found.add(item)
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in cast("list[object]", value):
+                walk(item)
+
+    walk(data)
+    return frozenset(found or {hidden // heads})
+
+
+def _shrunk(config: PretrainedConfig, *, narrow: bool) -> PretrainedConfig:
+    """The same layer pattern, heads and head dims at a tiny intermediate size and
+    vocabulary; with ``narrow``, a tiny hidden size too (head dims are then set
+    explicitly, which not every family reads: :func:`record_sdpa_calls` checks)."""
+    # Head dims are read from the dict: configs with per-layer overrides (Gemma4)
+    # refuse getattr of a per-layer field such as head_dim.
     data = config.to_dict()
-    heads = data.get("num_attention_heads")
-    hidden = data.get("hidden_size")
-    if not isinstance(heads, int) or not isinstance(hidden, int):
+    heads: object = getattr(config, "num_attention_heads", None)
+    hidden: object = getattr(config, "hidden_size", None)
+    if not isinstance(heads, int) or not isinstance(hidden, int) or heads < 1:
         raise UnsupportedModelError(
-            f"{type(config).__name__} has no num_attention_heads/hidden_size: not a decoder config"
+            f"{type(config).__name__} has no num_attention_heads / hidden_size the probe can read"
         )
-    head_dim = data.get("head_dim")
-    data["head_dim"] = head_dim if isinstance(head_dim, int) else hidden // heads
-    data["hidden_size"] = heads
+    if narrow:
+        head_dim = data.get("head_dim")
+        data["head_dim"] = head_dim if isinstance(head_dim, int) else hidden // heads
+        data["hidden_size"] = heads
     for key in ("intermediate_size", "moe_intermediate_size"):
         if isinstance(data.get(key), int):
             data[key] = _SHRUNK_INTERMEDIATE
@@ -166,7 +190,7 @@ def _shrunk(config: PretrainedConfig) -> PretrainedConfig:
     data.pop("model_type", None)
     try:
         return type(config).from_dict(data)  # pyright: ignore[reportUnknownMemberType]
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, AttributeError, KeyError) as error:
         raise UnsupportedModelError(
             f"cannot shrink {type(config).__name__} for the probe: {error}"
         ) from None
@@ -212,10 +236,29 @@ def _layer_post_hook(_module: torch.nn.Module, _args: tuple[object, ...], output
 
 
 @contextlib.contextmanager
-def _recording_sdpa(record: Callable[..., torch.Tensor]) -> Generator[None]:
+def _quiet_transformers() -> Generator[None]:
+    """transformers' log lines about the probe's own shrunk, meta-device model (e.g.
+    "Can't set head_dim", kernel fall-backs) say nothing about the caller's model."""
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.get_verbosity()
+    hf_logging.set_verbosity(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(before)
+
+
+@contextlib.contextmanager
+def _recording_sdpa(
+    record: Callable[..., torch.Tensor], original_out: list[Callable[..., torch.Tensor]]
+) -> Generator[None]:
+    """Swap ``record`` in for SDPA (``original_out`` receives the real one, which
+    ``record`` hands every call that is not the probe's own)."""
     functional = torch.nn.functional
     with _SDPA_LOCK:
         original = functional.scaled_dot_product_attention
+        original_out.append(original)
         functional.scaled_dot_product_attention = record
         try:
             yield
@@ -251,7 +294,13 @@ def record_sdpa_calls(
     position_ids: npt.NDArray[np.int64] | None,
     training: bool,
 ) -> RecordedRun:
-    """Build the shrunk model for ``config`` and run one forward, recording SDPA calls."""
+    """Build the shrunk model for ``config`` and run one forward, recording SDPA calls.
+
+    First at a tiny hidden size; if that fails, or records a head dim the config does
+    not state (a family that derives its head dim from the hidden size, e.g.
+    GPT-NeoX), once more at the config's own hidden size (the layers are on the meta
+    device either way, so only the embeddings and the norms pay for the width).
+    """
     text = _text_config(config)
     model_class = cast(
         "type[object] | None",
@@ -267,7 +316,36 @@ def record_sdpa_calls(
             f"{transformers.__version__} (model_type {text.model_type!r}); the probe records SDPA "
             "calls, so it cannot say anything about this model's attention"
         )
-    shrunk = _shrunk(text)
+    heads = int(getattr(text, "num_attention_heads", 1) or 1)
+    stated = _head_dims(text.to_dict(), int(getattr(text, "hidden_size", heads) or heads), heads)
+    inputs = (input_ids, attention_mask, position_ids)
+    with _quiet_transformers():
+        try:
+            run = _run_once(_shrunk(text, narrow=True), text, dtype, inputs, training=training)
+        except UnsupportedModelError:
+            run = None
+        if run is None or not {c.query_shape[3] for c in run.calls} <= stated:
+            run = _run_once(_shrunk(text, narrow=False), text, dtype, inputs, training=training)
+    if not run.calls:
+        raise UnsupportedModelError(
+            f"{run.architecture} made no scaled_dot_product_attention call "
+            f"(transformers {transformers.__version__}): its attention does not go through "
+            "SDPA (e.g. linear-attention layers only), so there is nothing to probe"
+        )
+    return run
+
+
+_Inputs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64] | None]
+
+
+def _run_once(
+    shrunk: PretrainedConfig,
+    text: PretrainedConfig,
+    dtype: str,
+    inputs: _Inputs,
+    *,
+    training: bool,
+) -> RecordedRun:
     num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
     torch_dtype = cast("torch.dtype", getattr(torch, dtype))
     with torch.device("meta"):
@@ -295,9 +373,16 @@ def record_sdpa_calls(
             def enter(module: torch.nn.Module, _args: tuple[object, ...]) -> None:
                 current.append(module)
 
+            def leave(_module: torch.nn.Module, _args: tuple[object, ...], _out: object) -> None:
+                if current:
+                    current.pop()
+
             handles.append(attention.register_forward_pre_hook(enter))
+            handles.append(attention.register_forward_hook(leave))
 
     calls: list[RawCall] = []
+    thread = threading.get_ident()
+    original: list[Callable[..., torch.Tensor]] = []
     kept: dict[int, torch.Tensor] = {}
     mask_ids: dict[tuple[object, ...], int] = {}
     layer_types: list[object] = list(getattr(shrunk, "layer_types", None) or [])
@@ -313,9 +398,20 @@ def record_sdpa_calls(
         scale: float | None = None,
         enable_gqa: bool = False,
     ) -> torch.Tensor:
-        del scale
-        module = current[-1] if current else None
-        index = int(getattr(module, "layer_idx", -1)) if module is not None else -1
+        if threading.get_ident() != thread or not current:
+            # Another thread's call, or one outside an attention module: not ours.
+            return original[0](
+                query,
+                key,
+                value,
+                attn_mask=attn_mask,
+                dropout_p=dropout_p,
+                is_causal=is_causal,
+                scale=scale,
+                enable_gqa=enable_gqa,
+            )
+        module = current[-1]
+        index = int(getattr(module, "layer_idx", -1))
         layer_type: object = getattr(module, "layer_type", None)
         window: object = getattr(module, "sliding_window", None)
         if not isinstance(layer_type, str):
@@ -360,15 +456,16 @@ def record_sdpa_calls(
         return torch.empty(out_shape, dtype=query.dtype, device=query.device)
 
     model.train(training)
+    input_ids, attention_mask, position_ids = inputs
     ids = torch.as_tensor(input_ids)
     mask = None if attention_mask is None else torch.as_tensor(attention_mask)
     positions = None if position_ids is None else torch.as_tensor(position_ids)
     try:
-        with torch.no_grad(), _recording_sdpa(record):
+        with torch.no_grad(), _recording_sdpa(record, original):
             model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
     except UnsupportedModelError:
         raise
-    except (RuntimeError, ValueError, TypeError, NotImplementedError, IndexError) as error:
+    except Exception as error:  # any failure inside transformers' forward
         raise UnsupportedModelError(
             f"the probe could not run {type(model).__name__} "
             f"(transformers {transformers.__version__}): {type(error).__name__}: {error}"

@@ -29,6 +29,7 @@ from probewise.errors import (
     CrossDocumentAttentionError,
     FastPathLostError,
     InvalidInputError,
+    UnsupportedModelError,
 )
 from probewise.throughput._checks import non_negative, positive
 from probewise.throughput._mask_band import Band, BandKind, analyse_band, crosses_documents
@@ -102,6 +103,13 @@ def _default_documents(scenario: MaskScenario) -> tuple[int, ...]:
     return (size,) * (parts - 1) + (scenario.seq_len - size * (parts - 1),)
 
 
+def _seq_len_ok(_instance: object, _attribute: object, value: int) -> None:
+    if value < 2:
+        raise InvalidInputError(
+            f"seq_len must be >= 2 (a prefill or training forward), got {value}"
+        )
+
+
 def _int_tuple(values: Iterable[int]) -> tuple[int, ...]:
     return tuple(values)
 
@@ -140,8 +148,9 @@ def _documents_ok(instance: MaskScenario, _attribute: object, value: tuple[int, 
 class MaskScenario:
     """The batch the probe runs: its shape, padding and packing."""
 
-    seq_len: int = attrs.field(validator=positive)
-    """Tokens per row (the padded or packed length)."""
+    seq_len: int = attrs.field(validator=_seq_len_ok)
+    """Tokens per row (the padded or packed length), at least 2: a one-token query is
+    a decode step, which transformers routes differently (``pack_gqa``)."""
     batch: int = attrs.field(default=1, validator=positive)
     """Rows in the batch."""
     padding: Padding = Padding.NONE
@@ -299,7 +308,8 @@ class MaskReport:
     capability: tuple[int, int]
     """The CUDA capability the backend predictions are for."""
     layers: tuple[LayerAttention, ...]
-    """One entry per SDPA call, in order."""
+    """One entry per SDPA call, in order (one per attention layer in every family
+    bundled here)."""
     mask_bytes: int = attrs.field(validator=non_negative)
     """Bytes of all distinct masks built for the forward."""
     transformers_version: str
@@ -331,7 +341,7 @@ class MaskReport:
         crossing = self.cross_document_layers()
         if crossing:
             raise CrossDocumentAttentionError(
-                f"{len(crossing)} of {len(self.layers)} layers let packed documents attend "
+                f"{_count(crossing)} of {_count(self.layers)} layers let packed documents attend "
                 f"to each other ({self.scenario.describe()}): layers "
                 f"{_ranges([layer.index for layer in crossing])} "
                 f"({', '.join(sorted({layer.band.describe() for layer in crossing}))}). "
@@ -364,13 +374,18 @@ class MaskReport:
         for layer in lost:
             groups.setdefault((layer.layer_type, layer.lost_reasons()), []).append(layer.index)
         lines = [
-            f"{len(lost)} of {len(self.layers)} layers lost SDPA's fast path "
+            f"{_count(lost)} of {_count(self.layers)} layers lost SDPA's fast path "
             f"({self.model_type}, {self.scenario.describe()}, {self.dtype.value}, "
             f"sm{self.capability[0]}{self.capability[1]}):"
         ]
         for (layer_type, reasons), indices in groups.items():
             lines.append(f"  layers {_ranges(indices)} ({layer_type}): {'; '.join(reasons)}")
         raise FastPathLostError("\n".join(lines))
+
+
+def _count(layers: Iterable[LayerAttention]) -> int:
+    """Distinct layers (a layer that makes several SDPA calls counts once)."""
+    return len({layer.index for layer in layers})
 
 
 def _ranges(indices: Iterable[int]) -> str:
@@ -456,6 +471,18 @@ def _inputs(
     return input_ids, attention, positions
 
 
+def _call(**fields: object) -> SdpaCall:
+    """An :class:`SdpaCall` from recorded fields; a call the predictor cannot model
+    (e.g. keys and values with different head counts) is the model's limit, not a
+    bad input of the caller's."""
+    try:
+        return SdpaCall(**fields)  # type: ignore[arg-type]
+    except InvalidInputError as error:
+        raise UnsupportedModelError(
+            f"a recorded SDPA call has a shape the predictor does not model: {error}"
+        ) from None
+
+
 def probe_masks(
     config: PretrainedConfig | str | Path | Mapping[str, object],
     scenario: MaskScenario,
@@ -529,7 +556,7 @@ def probe_masks(
             mask_kind = MaskKind.BOOLEAN if raw.mask_dtype_bool else MaskKind.ADDITIVE
             cross = crossing[mask_id] if packed else None
             mask_bytes = run.mask_bytes[mask_id]
-        call = SdpaCall(
+        call = _call(
             batch=batch,
             query_heads=query_heads,
             kv_heads=raw.key_shape[1],
@@ -551,7 +578,7 @@ def probe_masks(
             gqa = GqaHandling.NONE
         layers.append(
             LayerAttention(
-                index=max(raw.layer_index, 0),
+                index=raw.layer_index,
                 layer_type=raw.layer_type,
                 sliding_window=raw.sliding_window,
                 call=call,
