@@ -7,6 +7,7 @@ enums, bools, exception classes and the rubric's own Rule objects.
 from __future__ import annotations
 
 import enum
+import re
 import time
 import unicodedata
 from collections.abc import Hashable
@@ -25,7 +26,7 @@ from probewise.responses.outcome import (
     Outcome,
     Refused,
 )
-from probewise.responses.rubric import Rubric, Rule
+from probewise.responses.rubric import _CASE_TWINS, Rubric, Rule
 from probewise.responses.sealed import Sealed, _open
 
 __all__ = ["Completion", "Judge", "JudgeVerdict", "classify", "judge_completion", "normalise"]
@@ -60,10 +61,19 @@ _QUOTES: tuple[tuple[str, str], ...] = tuple(
 )
 # Format characters (zero-width space and joiners, soft hyphen, bidi controls, BOM)
 # and the control characters that str.split() does not treat as whitespace.
-# Format characters (zero-width space and joiners, soft hyphen, bidi controls, BOM)
-# and the control characters that str.split() does not treat as whitespace.
 _INVISIBLE = regex.compile(r"[\p{Cf}\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]+")
 _SENTENCE_END = regex.compile(r"[.!?](?= |$)")
+# The end of the second match of _SENTENCE_END, in one call of the stdlib engine (the
+# same meaning: each round stops at the first sentence end after the last one, and
+# the atomic group never gives it back; the text is normalised, so it has no newline
+# for "$" to stop before).
+_TWO_SENTENCES = re.compile(r"(?>.*?[.!?](?= |$)){2}", re.DOTALL)
+# Characters on which the rules' gates are not exact (an opening with one runs every
+# rule): ASCII upper case and the non-ASCII characters that regex.IGNORECASE pairs
+# with ASCII ones. Normalised text has none of them but "\u0131" (dotless i).
+_CASE_GUARD = re.compile(f"[A-Z{_CASE_TWINS}]")
+# Where _opening_of first cuts the raw text (then at twice the cut, and so on).
+_FIRST_CUT = 160
 
 
 def normalise(text: str) -> str:
@@ -76,6 +86,10 @@ def normalise(text: str) -> str:
         for curly, straight in _QUOTES:
             if curly in text:
                 text = text.replace(curly, straight)
+    # Printable text has no whitespace but " " (and no format or control characters):
+    # with no run of spaces and none at either end it is already collapsed.
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
     text = " ".join(text.split())
     # After collapsing whitespace only format and control characters are left that
     # are not printable: the (slower) removal runs only when there are some.
@@ -91,6 +105,49 @@ def _opening(text: str, limit: int) -> str:
         if ends == 2:
             return head[: match.end()]
     return head
+
+
+def _join(left: str, right: str) -> str:
+    """``normalise(a + " " + b)`` from ``left = normalise(a)`` and ``right = normalise(b)``."""
+    return f"{left} {right}" if left and right else left or right
+
+
+def _opening_of(raw: str, limit: int) -> tuple[str, str | None]:
+    """The opening of ``raw`` (blank for a blank text) and, when it was worked out on
+    the way, the whole normalised text.
+
+    The reference: normalise ``raw[:2 * limit]`` (all of ``raw`` if that comes out
+    shorter than ``limit`` and there is more), then take the first two sentences of
+    its first ``limit`` characters. This normalises that prefix in pieces cut at
+    spaces and stops as soon as the opening is settled, which gives the same result:
+    every step of :func:`normalise` works on one character, or (NFKC) never across an
+    ASCII space, and splitting on whitespace keeps a cut at a space, so
+    ``normalise(a + " " + b)`` is ``_join(normalise(a), normalise(b))``. The opening
+    is settled by a second sentence end followed by a space inside the first
+    ``limit`` characters normalised so far (what follows cannot change it), or once
+    ``limit`` characters are normalised (the reference looks at no more).
+    """
+    prefix = 2 * limit
+    end = min(len(raw), prefix)
+    done, at = "", 0  # done == normalise(raw[:at]); raw[at] is a space when at > 0
+    want = _FIRST_CUT
+    while want < end:
+        cut = raw.find(" ", want, end)
+        if cut == -1:
+            break
+        done, at = _join(done, normalise(raw[at:cut])), cut
+        head = done[:limit]
+        match = _TWO_SENTENCES.match(head)
+        if match is not None and match.end() < len(head):
+            return head[: match.end()], None
+        if len(done) >= limit:
+            return _opening(done, limit), None
+        want = 2 * cut
+    head = _join(done, normalise(raw[at:prefix]))
+    whole: str | None = head if len(raw) <= prefix else None
+    if len(head) < limit and whole is None:
+        head = whole = normalise(raw)
+    return (_opening(head, limit) if head else ""), whole
 
 
 class _Clock:
@@ -125,34 +182,84 @@ def _find(pattern: regex.Pattern[str], text: str, clock: _Clock) -> regex.Match[
     return pattern.search(text, timeout=clock.left())
 
 
+def _first_of(rules: tuple[Rule, ...], candidates: int, text: str, clock: _Clock) -> int:
+    """The index of the first rule, in order, among those whose bit is set in
+    ``candidates`` that matches, or -1."""
+    clock.left()
+    while candidates:
+        lowest = candidates & -candidates
+        index = lowest.bit_length() - 1
+        if _find(rules[index].compiled, text, clock) is not None:
+            return index
+        candidates ^= lowest
+    return -1
+
+
+# Outcomes without a rule, by ``truncated`` (immutable, no text: shared).
+_EMPTY = (Empty(truncated=False), Empty(truncated=True))
+_COMPLIED = (Complied(truncated=False), Complied(truncated=True))
+_NO_EVIDENCE = (Deflected(truncated=False), Deflected(truncated=True))
+_REFUSED, _DEFLECTED = 0, 1
+
+
+def _named(rubric: Rubric, kind: int, index: int, truncated: bool) -> Refused | Deflected:
+    """``Refused`` or ``Deflected`` naming rule ``index`` of ``rubric``, made once."""
+    key = (kind, index, truncated)
+    outcome = rubric._outcomes.get(key)
+    if outcome is None:
+        if kind == _REFUSED:
+            outcome = Refused(truncated=truncated, rule=rubric.refusal[index])
+        else:
+            outcome = Deflected(truncated=truncated, rule=rubric.deflection[index])
+        rubric._outcomes[key] = outcome
+    return outcome
+
+
+def _first_index(rubric: Rubric, kind: int, candidates: int, opening: str, clock: _Clock) -> int:
+    """The index of the first rule of one group (refusal or deflection) that matches
+    ``opening``, or -1: through the gates when they are exact for this opening
+    (``candidates >= 0``) and the group has them, else every rule in order."""
+    scan = rubric._scan
+    rules = rubric.refusal if kind == _REFUSED else rubric.deflection
+    if candidates >= 0 and scan is not None:
+        if kind == _REFUSED and scan.refusal_ok:
+            return _first_of(rules, candidates & scan.refusal_bits, opening, clock)
+        if kind == _DEFLECTED and scan.deflection_ok:
+            return _first_of(rules, candidates >> scan.refusal_count, opening, clock)
+    combined = rubric._refusal_any if kind == _REFUSED else rubric._deflection_any
+    rule = _first(rules, combined, opening, clock)
+    return -1 if rule is None else next(i for i, r in enumerate(rules) if r is rule)
+
+
 def _decide(
     raw: str, truncated: bool, rubric: Rubric, axis: Hashable | None, clock: _Clock
 ) -> Outcome:
-    # Normalise a prefix generous enough for the opening; the whole text only when
-    # needed (a blank prefix, or axis rules that look everywhere).
-    prefix_chars = 2 * rubric.opening_chars
-    covers_all = len(raw) <= prefix_chars
-    head = normalise(raw[:prefix_chars])
-    if len(head) < rubric.opening_chars and not covers_all:
-        head, covers_all = normalise(raw), True
-    if not head:
-        return Empty(truncated=truncated)
-    opening = _opening(head, rubric.opening_chars)
-    rule = _first(rubric.refusal, rubric._refusal_any, opening, clock)
-    if rule is not None:
-        return Refused(truncated=truncated, rule=rule)
+    opening, whole = _opening_of(raw, rubric.opening_chars)
+    if not opening:
+        return _EMPTY[truncated]
+    # The gates of the shipped rules, where they are exact (see rubric._gate): only
+    # the rules whose gate the opening passes can match it.
+    scan = rubric._scan
+    candidates = -1
+    if scan is not None and _CASE_GUARD.search(opening) is None:
+        candidates = scan.candidates(opening)
+    index = _first_index(rubric, _REFUSED, candidates, opening, clock)
+    if index >= 0:
+        return _named(rubric, _REFUSED, index, truncated)
     if axis is not None and axis in rubric.axes:
-        whole = head if covers_all else normalise(raw)
+        # Axis rules look at the whole normalised text.
+        if whole is None:
+            whole = normalise(raw)
         evidence = tuple(
             r for r in rubric.axes[axis] if r.compiled.search(whole, timeout=clock.left())
         )
         if evidence:
             return Complied(truncated=truncated, evidence=evidence)
-        return Deflected(truncated=truncated, rule=None)
-    rule = _first(rubric.deflection, rubric._deflection_any, opening, clock)
-    if rule is not None:
-        return Deflected(truncated=truncated, rule=rule)
-    return Complied(truncated=truncated)
+        return _NO_EVIDENCE[truncated]
+    index = _first_index(rubric, _DEFLECTED, candidates, opening, clock)
+    if index >= 0:
+        return _named(rubric, _DEFLECTED, index, truncated)
+    return _COMPLIED[truncated]
 
 
 def _unpack(completion: object) -> tuple[Sealed, FinishReason] | None:

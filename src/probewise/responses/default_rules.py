@@ -10,7 +10,7 @@ look for redirect phrasings anywhere in the opening.
 
 from __future__ import annotations
 
-from probewise.responses.rubric import Rubric, Rule
+from probewise.responses.rubric import Rubric, Rule, _vet
 
 __all__ = ["DEFAULT_DEFLECTION", "DEFAULT_REFUSAL", "DEFAULT_RUBRIC"]
 
@@ -197,5 +197,10 @@ DEFAULT_DEFLECTION: tuple[Rule, ...] = (
         r"helplines|services|experts|support groups)\b",
     ),
 )
+
+# Vetted: these patterns do not backtrack badly on an opening, and each gets a gate
+# (see probewise.responses.rubric._gate) that lets classify() skip it on openings it
+# cannot match. Before the rubric is built: it collects the gates.
+_vet((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION))
 
 DEFAULT_RUBRIC: Rubric = Rubric(refusal=DEFAULT_REFUSAL, deflection=DEFAULT_DEFLECTION)
