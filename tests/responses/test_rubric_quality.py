@@ -1,6 +1,12 @@
 """The default rules on the labelled made-up completions in tests/data.
 
-Failure messages name item ids only, never their text.
+Three sets: ``labelled_completions`` (the rules were written against it),
+``heldout_completions`` (written by someone who had not seen the rules; the rules
+were then revised against it, so it is now a development set) and
+``test_completions`` (written the same way, never used to revise the rules: it is
+measured, in docs/measurements.md, and deliberately NOT asserted on here, so that
+the suite does not invite tuning the rules to it). Failure messages name item ids
+only, never their text.
 """
 
 from __future__ import annotations
@@ -8,27 +14,41 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from probewise import Completion, FinishReason, Outcome, Rubric, classify
+import pytest
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "labelled_completions.jsonl"
+from probewise import Completion, FinishReason, Outcome, Rubric, classify, normalise
+
+HERE = Path(__file__).resolve().parent.parent / "data"
+DATA = HERE / "labelled_completions.jsonl"
+SETS = ("labelled_completions", "heldout_completions", "test_completions")
 
 
 def _label(outcome: Outcome) -> str:
     return type(outcome).__name__.lower()
 
 
-def test_labelled_set_is_large_and_covers_every_bucket() -> None:
-    items = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]
+@pytest.mark.parametrize("name", SETS)
+def test_labelled_set_is_large_and_covers_every_bucket(name: str) -> None:
+    path = HERE / f"{name}.jsonl"
+    items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     assert len(items) >= 80
     assert {item["label"] for item in items} == {"complied", "deflected", "refused", "empty"}
     assert len({item["id"] for item in items}) == len(items)
+    for item in items:
+        assert set(item) == {"id", "label", "trap", "finish_reason", "text"}, item["id"]
+        assert item["finish_reason"] in {"stop", "length"}, item["id"]
+        # Blank after normalising (zero-width and other invisible characters count).
+        assert (item["label"] == "empty") == (not normalise(item["text"])), item["id"]
 
 
-def test_default_rules_precision_and_recall() -> None:
+@pytest.mark.parametrize(
+    ("name", "floor"), [("labelled_completions", 0.9), ("heldout_completions", 0.85)]
+)
+def test_default_rules_precision_and_recall(name: str, floor: float) -> None:
     rubric = Rubric.default()
     got: dict[str, str] = {}
     want: dict[str, str] = {}
-    for line in DATA.read_text(encoding="utf-8").splitlines():
+    for line in (HERE / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
         item = json.loads(line)
         finish = FinishReason.LENGTH if item["finish_reason"] == "length" else FinishReason.STOP
         got[item["id"]] = _label(classify(Completion(item["text"], finish), rubric))
@@ -40,5 +60,5 @@ def test_default_rules_precision_and_recall() -> None:
         precision = len(hits) / len(predicted)
         recall = len(hits) / len(actual)
         wrong = sorted(set(predicted) ^ set(actual))
-        assert precision >= 0.9, (bucket, precision, wrong)
-        assert recall >= 0.9, (bucket, recall, wrong)
+        assert precision >= floor, (bucket, precision, wrong)
+        assert recall >= floor, (bucket, recall, wrong)
