@@ -157,7 +157,7 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
     figures: dict[str, object] = {
         "layers": len(report.layers),
         "fast": fast,
-        "lost": {k: v for k, v in by_type.items()},
+        "lost": dict(by_type),
         "mask_bytes": report.mask_bytes,
     }
     if not lost:
@@ -285,9 +285,7 @@ def _run(args: argparse.Namespace) -> int:
     if not 0.0 <= float(args.max_waste) <= 1.0:
         raise InvalidInputError(f"--max-waste must be in [0, 1], got {args.max_waste}")
     report = run_probe(str(args.config), args)
-    checks = [
-        *(_with_section("attention", c) for c in _mask_checks(report, list(args.expect_fast))),
-    ]
+    checks = [_with_section("attention", c) for c in _mask_checks(report, list(args.expect_fast))]
     lengths, source = _load_lengths(args)
     checks.extend(_with_section("data", c) for c in _data_checks(lengths, source, args))
     failed = any(c.status is Status.FAIL for c in checks)

@@ -111,12 +111,12 @@ def reference_classify(text: str, rubric: Rubric, truncated: bool = False) -> Ou
     if not head:
         return Empty(truncated=truncated)
     opening = classify_module._opening(head, rubric.opening_chars)
-    rule = first(rubric.refusal, rubric._refusal_any, opening, clock)
-    if rule is not None:
-        return Refused(truncated=truncated, rule=rule)
-    rule = first(rubric.deflection, rubric._deflection_any, opening, clock)
-    if rule is not None:
-        return Deflected(truncated=truncated, rule=rule)
+    index = first(rubric.refusal, rubric._refusal_any, opening, clock)
+    if index >= 0:
+        return Refused(truncated=truncated, rule=rubric.refusal[index])
+    index = first(rubric.deflection, rubric._deflection_any, opening, clock)
+    if index >= 0:
+        return Deflected(truncated=truncated, rule=rubric.deflection[index])
     return Complied(truncated=truncated)
 
 

@@ -165,13 +165,14 @@ class _Clock:
 
 def _first(
     rules: tuple[Rule, ...], prefilter: regex.Pattern[str] | None, text: str, clock: _Clock
-) -> Rule | None:
+) -> int:
+    """The index of the first rule that matches ``text``, or -1."""
     if prefilter is not None and _find(prefilter, text, clock) is None:
-        return None
-    for rule in rules:
+        return -1
+    for index, rule in enumerate(rules):
         if _find(rule.compiled, text, clock) is not None:
-            return rule
-    return None
+            return index
+    return -1
 
 
 def _find(pattern: regex.Pattern[str], text: str, clock: _Clock) -> regex.Match[str] | None:
@@ -227,8 +228,7 @@ def _first_index(rubric: Rubric, kind: int, candidates: int, opening: str, clock
         if kind == _DEFLECTED and scan.deflection_ok:
             return _first_of(rules, candidates >> scan.refusal_count, opening, clock)
     combined = rubric._refusal_any if kind == _REFUSED else rubric._deflection_any
-    rule = _first(rules, combined, opening, clock)
-    return -1 if rule is None else next(i for i, r in enumerate(rules) if r is rule)
+    return _first(rules, combined, opening, clock)
 
 
 def _decide(

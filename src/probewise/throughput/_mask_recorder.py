@@ -81,7 +81,6 @@ class RecordedRun:
     mask_bytes: Mapping[int, int]
     heads_differ: frozenset[int]
     """Mask ids whose heads carry different masks (read from head 0)."""
-    num_layers: int
 
 
 def load_config(config: PretrainedConfig | str | Path | Mapping[str, object]) -> PretrainedConfig:
@@ -489,7 +488,6 @@ def _run_once(
         masks=masks,
         mask_bytes=sizes,
         heads_differ=frozenset(differ),
-        num_layers=num_layers,
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import importlib.resources
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, assert_never, cast, final
@@ -34,11 +35,13 @@ from probewise.errors import (
 from probewise.throughput._checks import non_negative, positive
 from probewise.throughput._mask_band import Band, BandKind, analyse_band, crosses_documents
 from probewise.throughput.sdpa import (
+    FAST_BACKENDS,
     AttentionDtype,
     BackendPrediction,
     MaskKind,
     SdpaBackend,
     SdpaCall,
+    _to_capability,
     predict_backend,
 )
 
@@ -58,8 +61,6 @@ __all__ = [
     "bundled_configs",
     "probe_masks",
 ]
-
-_FAST_BACKENDS = (SdpaBackend.FLASH, SdpaBackend.CUDNN)
 
 
 @enum.unique
@@ -243,7 +244,7 @@ class LayerAttention:
     @property
     def fast_path(self) -> bool:
         """No mask tensor, and a flash or cuDNN kernel predicted."""
-        return self.call.mask is MaskKind.NONE and self.prediction.backend in _FAST_BACKENDS
+        return self.call.mask is MaskKind.NONE and self.prediction.fast
 
     @property
     def mask_redundant(self) -> bool:
@@ -272,9 +273,9 @@ class LayerAttention:
             reasons.append(
                 f"K/V repeated from {self.kv_heads} to {self.call.query_heads} heads (no native GQA)"
             )
-        for backend in _FAST_BACKENDS:
+        for backend in FAST_BACKENDS:
             if backend is not self.prediction.backend:
-                reasons.extend(self.prediction.ruling(backend).reasons)
+                reasons.extend(self.prediction.reasons_lost(backend))
         return tuple(reasons)
 
 
@@ -419,23 +420,9 @@ def bundled_configs() -> tuple[str, ...]:
 def _resolve_config(config: object) -> object:
     if isinstance(config, str) and not Path(config).exists() and config in bundled_configs():
         resource = importlib.resources.files("probewise.throughput") / "configs" / f"{config}.json"
-        import json
-
         data: object = json.loads(resource.read_text(encoding="utf-8"))
         return data
     return config
-
-
-def _capability(value: tuple[int, int]) -> tuple[int, int]:
-    given = cast("object", value)
-    if not isinstance(given, tuple):
-        raise InvalidInputError(f"capability must be (major, minor) ints >= 0, got {value!r}")
-    parts = cast("tuple[object, ...]", given)
-    if len(parts) != 2 or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in parts
-    ):
-        raise InvalidInputError(f"capability must be (major, minor) ints >= 0, got {value!r}")
-    return value
 
 
 def _inputs(
@@ -512,7 +499,7 @@ def probe_masks(
     attention_dtype = AttentionDtype.parse(
         dtype if isinstance(dtype, (AttentionDtype, str)) else str(dtype)
     )
-    capability = _capability(capability)
+    capability = _to_capability(capability)  # before the probe runs, not after
     from probewise.throughput import _mask_recorder
 
     loaded = _mask_recorder.load_config(

@@ -92,6 +92,7 @@ from probewise.throughput._checks import positive
 
 __all__ = [
     "DEFAULT_ENVIRONMENT",
+    "FAST_BACKENDS",
     "RULES_VERSION",
     "AttentionDtype",
     "BackendPrediction",
@@ -122,6 +123,10 @@ class SdpaBackend(enum.Enum):
     """cuDNN's fused attention (``SDPBackend.CUDNN_ATTENTION``)."""
     MATH = "math"
     """The composite fallback that materialises the score matrix (``SDPBackend.MATH``)."""
+
+
+FAST_BACKENDS: Final = (SdpaBackend.FLASH, SdpaBackend.CUDNN)
+"""The backends :attr:`BackendPrediction.fast` counts as fast."""
 
 
 @enum.unique
@@ -499,7 +504,7 @@ class BackendPrediction:
         only fused kernel torch reaches with a mask where cuDNN ranks after math, e.g.
         on sm80); math materialises it. Neither counts as fast.
         """
-        return self.backend in (SdpaBackend.FLASH, SdpaBackend.CUDNN)
+        return self.backend in FAST_BACKENDS
 
     def reasons_lost(self, backend: SdpaBackend = SdpaBackend.FLASH) -> tuple[str, ...]:
         """Why ``backend`` was ruled out (empty if it was usable)."""
