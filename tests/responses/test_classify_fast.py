@@ -475,8 +475,12 @@ def patterns(draw: st.DrawFn, depth: int = 0) -> str:
 
 
 @settings(verbosity=Verbosity.quiet, max_examples=500)
-@given(patterns(), st.randoms(use_true_random=False))
-def test_gates_of_random_patterns_are_sound(pattern: str, rng: random.Random) -> None:
+@given(patterns(), st.integers(0, 2**32 - 1))
+def test_gates_of_random_patterns_are_sound(pattern: str, seed: int) -> None:
+    # A seeded stdlib Random rather than st.randoms(): under some --hypothesis-seed
+    # values (e.g. 6, hypothesis 6.170.17) st.randoms failed inside hypothesis itself
+    # with randint(0, -1) before the test body ran.
+    rng = random.Random(seed)
     try:
         compiled = regex.compile(pattern, regex.IGNORECASE | regex.V0)
         parsed = sre_parse(pattern)
