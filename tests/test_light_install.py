@@ -60,7 +60,7 @@ print(json.dumps(results))
 
 # Made-up completions; what matters is that classify runs.
 LIBRARY = (
-    BLOCK_EXTRAS
+    f"_EXTRAS = {EXTRA_MODULES!r}\n"
     + """
 import json, pathlib, sys
 import probewise
@@ -159,9 +159,10 @@ def check_light_cli(python: str, tmp_path: Path, *, prelude: str = "") -> None:
         assert (status, err) == (2, expected + "\n")
 
 
-def test_light_half_runs_with_the_extras_unimportable(tmp_path: Path) -> None:
+def check_light_library(python: str, tmp_path: Path, *, prelude: str = "") -> None:
+    """What a light install must do as a library, run by ``python`` (after ``prelude``)."""
     trace = write_trace(tmp_path)
-    out = run([sys.executable, "-c", LIBRARY, str(trace)], tmp_path)
+    out = run([python, "-c", prelude + LIBRARY, str(trace)], tmp_path)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["refused"]
@@ -176,6 +177,10 @@ def test_light_half_runs_with_the_extras_unimportable(tmp_path: Path) -> None:
         [f"measure_bytes_per_logit {needs}", "torch", "torch"],
     ]
     assert result["loaded"] == []
+
+
+def test_light_half_runs_with_the_extras_unimportable(tmp_path: Path) -> None:
+    check_light_library(sys.executable, tmp_path, prelude=BLOCK_EXTRAS)
 
 
 def test_light_cli_with_the_extras_unimportable(tmp_path: Path) -> None:
@@ -196,6 +201,7 @@ def test_a_plain_pip_install_is_torch_free_and_works(tmp_path: Path) -> None:
     for module in EXTRA_MODULES:
         found = run([str(python), "-c", f"import {module}"], tmp_path)
         assert found.returncode != 0, f"{module} was installed by a plain pip install"
+    check_light_library(str(python), tmp_path)
     check_light_cli(str(python), tmp_path)
     # and the console script itself
     script = run(
