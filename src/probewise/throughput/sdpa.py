@@ -150,8 +150,8 @@ class AttentionDtype(enum.Enum):
         Accepted spellings (case and surrounding space ignored, an optional ``torch.``
         prefix allowed): ``bf16``/``bfloat16``, ``fp16``/``half``/``float16``,
         ``fp32``/``float``/``float32``, ``fp64``/``double``/``float64``; a torch dtype
-        (``torch.bfloat16``) is recognised without importing torch
-        (:func:`~probewise.throughput._torch_dtype.torch_dtype_name`). Anything else
+        (``torch.bfloat16``) is recognised without importing torch (by its class,
+        ``torch.dtype``). Anything else
         is an :class:`~probewise.errors.InvalidInputError` naming the choices.
         """
         if isinstance(name, AttentionDtype):
