@@ -201,6 +201,16 @@ def test_a_plain_pip_install_is_torch_free_and_works(tmp_path: Path) -> None:
     for module in EXTRA_MODULES:
         found = run([str(python), "-c", f"import {module}"], tmp_path)
         assert found.returncode != 0, f"{module} was installed by a plain pip install"
+    licensed = run(
+        [
+            str(python),
+            "-c",
+            "import importlib.metadata as m; d = m.distribution('probewise'); "
+            "print(d.metadata['License-Expression'], d.read_text('licenses/LICENSE').splitlines()[0])",
+        ],
+        tmp_path,
+    )
+    assert licensed.stdout.strip() == "MIT MIT License", licensed.stderr
     check_light_library(str(python), tmp_path)
     check_light_cli(str(python), tmp_path)
     # and the console script itself
