@@ -6,8 +6,9 @@ Two ways, both run by default:
 - in a subprocess whose imports of torch, transformers, tokenizers and matplotlib fail
   as they do when they are not installed (a meta path finder; seconds);
 - in a fresh virtualenv made by a plain ``pip install .`` of this checkout, where
-  torch is simply absent (about a minute: pip builds the wheel and installs the light
-  dependencies from its cache).
+  torch is simply absent (43-56 s on the 2-core development machine, measured with
+  ``pytest tests/test_light_install.py -k plain_pip --durations=1``: pip builds the
+  wheel and installs the light dependencies from its cache or the package index).
 """
 
 from __future__ import annotations
