@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv and installs probewise with every development group.
+# Creates .venv and installs probewise with both extras ([torch], [plot]) and every
+# development group.
 # Safe to run twice: a stamp of the inputs skips the install when nothing changed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,5 +21,5 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     "${pip[@]}" install "torch==2.13.0" || echo "bootstrap: torch 2.13.0 CPU wheel not available; the project install picks a torch" >&2
 fi
-"${pip[@]}" install -e . --group dev
+"${pip[@]}" install -e ".[torch,plot]" --group dev
 echo "$stamp_want" > .venv/.probewise-stamp

@@ -10,6 +10,7 @@ from probewise.errors import (
     InsufficientPointsError,
     InvalidInputError,
     LengthInputError,
+    MissingExtraError,
     ProbewiseError,
     RubricError,
     SealedError,
@@ -59,6 +60,7 @@ from probewise.throughput._length_input import (
     read_lengths,
     tokenize_lengths,
 )
+from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.buckets import (
     Batcher,
     Batching,
@@ -210,6 +212,7 @@ __all__ = [
     "MaskReport",
     "MaskScenario",
     "McNemar",
+    "MissingExtraError",
     "Outcome",
     "OutcomeBucket",
     "OutcomePair",
@@ -239,6 +242,7 @@ __all__ = [
     "SweepNoOpError",
     "Term",
     "Terms",
+    "TorchDtype",
     "TraceFormatError",
     "TraceSource",
     "TransformersGenerator",

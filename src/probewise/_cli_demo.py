@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from probewise._extras import Extra, requires
 from probewise.responses.arms import PairedResult, TransformersGenerator, run_paired
 from probewise.responses.classify import Completion, classify
 from probewise.responses.control import compare_arms
@@ -169,9 +170,10 @@ _WORDS = (
 
 
 def _local_models() -> PairedResult:
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    with requires(Extra.TORCH, "demo's part 2 (tiny local models; --no-model skips it)"):
+        import torch
+        from tokenizers import Tokenizer, models, pre_tokenizers
+        from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     core = Tokenizer(
         models.WordLevel(vocab={w: i for i, w in enumerate(_WORDS)}, unk_token="[PAD]")

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from probewise._extras import Extra, requires
 from probewise.errors import InvalidInputError
 from probewise.throughput.buckets import BucketSweep
 from probewise.throughput.lengths import LengthStats
@@ -27,10 +28,8 @@ __all__ = ["plot_fit", "plot_lengths"]
 
 def _pyplot() -> ModuleType:
     """``matplotlib.pyplot`` on the non-interactive Agg backend, or a clear error."""
-    try:
+    with requires(Extra.PLOT, "--plot"):
         import matplotlib as mpl
-    except ImportError:
-        raise InvalidInputError("--plot needs matplotlib: pip install 'probewise[plot]'") from None
     mpl.use("Agg")
     import matplotlib.pyplot as plt
 

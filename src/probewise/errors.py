@@ -15,6 +15,7 @@ __all__ = [
     "InsufficientPointsError",
     "InvalidInputError",
     "LengthInputError",
+    "MissingExtraError",
     "ProbewiseError",
     "RubricError",
     "SealedError",
@@ -136,3 +137,19 @@ class CrossDocumentAttentionError(ProbewiseError, AssertionError):
 class UnsupportedModelError(InvalidInputError):
     """The mask probe cannot run this model: its config does not build a transformers
     model that uses SDPA (e.g. Gemma2, whose softcapping SDPA does not support)."""
+
+
+class MissingExtraError(ProbewiseError, ImportError):
+    """A feature needs an optional extra that is not installed.
+
+    ``feature`` names what was asked for (e.g. ``probe_masks``), ``extra`` the extra
+    that provides it (``torch`` or ``plot``) and ``module`` the module that could not
+    be imported. The message says what to install, e.g.
+    ``probe_masks needs torch and transformers: pip install 'probewise[torch]'``.
+    """
+
+    def __init__(self, message: str, *, feature: str, extra: str, module: str) -> None:
+        super().__init__(message, name=module)
+        self.feature = feature
+        self.extra = extra
+        self.module = module

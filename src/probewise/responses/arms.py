@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast, final, run
 
 import attrs
 
+from probewise._extras import Extra, requires
 from probewise.errors import InvalidInputError
 from probewise.responses import _checkpoint
 from probewise.responses.classify import (
@@ -483,7 +484,8 @@ class TransformersGenerator:
         return ids
 
     def _run(self, prompts: Sequence[str]) -> list[Completion]:
-        import torch
+        with requires(Extra.TORCH, "TransformersGenerator"):
+            import torch
 
         tokenizer = self.tokenizer
         tokenizer.padding_side = "left"  # decoder-only: new tokens start at one column
@@ -646,7 +648,8 @@ class TransformersJudge:
         )
 
     def __call__(self, text: str, /) -> JudgeVerdict:
-        import torch
+        with requires(Extra.TORCH, "TransformersJudge"):
+            import torch
 
         encoded = self.tokenizer(
             text, return_tensors="pt", truncation=True, max_length=self.max_length

@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, final
 
 import attrs
 
+from probewise._extras import Extra, requires
 from probewise.errors import InvalidInputError
 from probewise.throughput._checks import finite_non_negative, positive
+from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.lengths import LogitsDtype
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ def measure_bytes_per_logit(
     vocab_size: int = 2048,
     tokens: int = 512,
     batch: int = 1,
-    logits_dtype: LogitsDtype | str = LogitsDtype.BFLOAT16,
+    logits_dtype: LogitsDtype | str | TorchDtype = LogitsDtype.BFLOAT16,
     backward: bool = True,
     seed: int = 0,
 ) -> LogitMemory:
@@ -138,7 +140,8 @@ def measure_bytes_per_logit(
     # off while measuring, so a first call alone read 18 bytes per element for HF's
     # loss where every later call reads 14. The steady state is what a training step
     # sees.
-    from probewise.throughput._ce_tracker import peak_once
+    with requires(Extra.TORCH, "measure_bytes_per_logit"):
+        from probewise.throughput._ce_tracker import peak_once
 
     shape = (batch, tokens, vocab_size)
     peak_once(loss_fn, shape=shape, dtype=dtype, backward=backward, seed=seed)

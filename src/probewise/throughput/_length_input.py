@@ -22,6 +22,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise._extras import Extra, requires
 from probewise.errors import InvalidInputError, LengthInputError
 from probewise.throughput._checks import read_only
 
@@ -352,7 +353,8 @@ def _load_tokenizer(
 ) -> PreTrainedTokenizerBase:
     if not isinstance(tokenizer, str | os.PathLike):
         return tokenizer
-    from transformers import AutoTokenizer, PreTrainedTokenizerBase
+    with requires(Extra.TORCH, "tokenize_lengths with a tokenizer directory"):
+        from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
     directory = Path(tokenizer)
     if not directory.exists():

@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from typing import TypeAlias, cast, final
+from typing import TypeAlias, final
 
 import attrs
 import numpy as np
@@ -31,6 +31,7 @@ import numpy.typing as npt
 from probewise.errors import InvalidInputError
 from probewise.throughput._checks import finite, non_negative, optional_positive, positive
 from probewise.throughput._length_input import LengthInput, as_lengths
+from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
 
 __all__ = [
     "BatchingMode",
@@ -486,18 +487,22 @@ class LogitsDtype(enum.Enum):
         return 4 if self is LogitsDtype.FLOAT32 else 2
 
     @classmethod
-    def parse(cls, name: LogitsDtype | str) -> LogitsDtype:
-        """From ``"float32"``/``"fp32"``, ``"bfloat16"``/``"bf16"``, ``"float16"``/``"fp16"``.
+    def parse(cls, name: LogitsDtype | str | TorchDtype) -> LogitsDtype:
+        """From ``"float32"``/``"fp32"``, ``"bfloat16"``/``"bf16"``, ``"float16"``/``"fp16"``,
+        or a torch dtype (``torch.float32``), recognised without importing torch.
 
         A :class:`LogitsDtype` is returned as it is; anything else that is not a
-        ``str`` is an :class:`~probewise.errors.InvalidInputError`.
+        ``str`` or a torch dtype is an :class:`~probewise.errors.InvalidInputError`.
         """
         if isinstance(name, LogitsDtype):
             return name
-        if not isinstance(cast("object", name), str):
-            raise InvalidInputError(f"logits_dtype must be a LogitsDtype or str, got {name!r}")
+        text = name if isinstance(name, str) else torch_dtype_name(name)
+        if text is None:
+            raise InvalidInputError(
+                f"logits_dtype must be a LogitsDtype, str or torch dtype, got {name!r}"
+            )
         aliases = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
-        key = name.strip().lower().removeprefix("torch.")
+        key = text.strip().lower().removeprefix("torch.")
         try:
             return cls(aliases.get(key, key))
         except ValueError:
@@ -600,7 +605,7 @@ def ce_chunk_plan(
     vocab_size: int,
     *,
     budget_bytes: int,
-    logits_dtype: LogitsDtype | str = LogitsDtype.BFLOAT16,
+    logits_dtype: LogitsDtype | str | TorchDtype = LogitsDtype.BFLOAT16,
     bytes_per_logit: float | None = None,
     multiple_of: int = 1,
 ) -> ChunkPlan:

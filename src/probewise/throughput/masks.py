@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise._extras import Extra, requires
 from probewise.errors import (
     CrossDocumentAttentionError,
     FastPathLostError,
@@ -34,6 +35,7 @@ from probewise.errors import (
 )
 from probewise.throughput._checks import non_negative, positive
 from probewise.throughput._mask_band import Band, BandKind, analyse_band, crosses_documents
+from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.sdpa import (
     FAST_BACKENDS,
     AttentionDtype,
@@ -46,7 +48,6 @@ from probewise.throughput.sdpa import (
 )
 
 if TYPE_CHECKING:
-    import torch
     from transformers import PretrainedConfig
 
 __all__ = [
@@ -474,7 +475,7 @@ def probe_masks(
     config: PretrainedConfig | str | Path | Mapping[str, object],
     scenario: MaskScenario,
     *,
-    dtype: AttentionDtype | str | torch.dtype,
+    dtype: AttentionDtype | str | TorchDtype,
     capability: tuple[int, int] = (9, 0),
 ) -> MaskReport:
     """Record every SDPA call of one forward of ``config``'s model on ``scenario``.
@@ -496,11 +497,10 @@ def probe_masks(
     """
     if not isinstance(cast("object", scenario), MaskScenario):
         raise InvalidInputError(f"scenario must be a MaskScenario, got {type(scenario).__name__}")
-    attention_dtype = AttentionDtype.parse(
-        dtype if isinstance(dtype, (AttentionDtype, str)) else str(dtype)
-    )
+    attention_dtype = AttentionDtype.parse(dtype)
     capability = _to_capability(capability)  # before the probe runs, not after
-    from probewise.throughput import _mask_recorder
+    with requires(Extra.TORCH, "probe_masks"):
+        from probewise.throughput import _mask_recorder
 
     loaded = _mask_recorder.load_config(
         cast("PretrainedConfig | str | Path | Mapping[str, object]", _resolve_config(config))

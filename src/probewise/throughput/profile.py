@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, cast, final
 
 import attrs
 
+from probewise._extras import Extra, requires
 from probewise.errors import InsufficientPointsError, InvalidInputError
+from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.kernels import KernelTable
 from probewise.throughput.lengths import LogitsDtype
 from probewise.throughput.scaling import FitLoss, LossName, ScalingFit, ScalingPoint
@@ -128,7 +130,8 @@ class StepTiming:
 
 
 def _clock(sync: bool | None) -> tuple[Clock, Callable[[], None]]:
-    import torch
+    with requires(Extra.TORCH, "the timing harness"):
+        import torch
 
     cuda = torch.cuda.is_available()
     if sync is True and not cuda:
@@ -351,7 +354,7 @@ def time_loss(
     vocab_size: int,
     tokens: int,
     batch: int = 1,
-    logits_dtype: LogitsDtype | str = LogitsDtype.BFLOAT16,
+    logits_dtype: LogitsDtype | str | TorchDtype = LogitsDtype.BFLOAT16,
     device: str = "cpu",
     backward: bool = True,
     warmup: int = 1,
@@ -365,7 +368,8 @@ def time_loss(
     in ``logits_dtype`` on ``device`` (a leaf that requires grad) and int64 labels;
     it must return a scalar tensor. The logits' gradient is dropped between calls.
     """
-    import torch
+    with requires(Extra.TORCH, "time_loss"):
+        import torch
 
     for name, value in (("vocab_size", vocab_size), ("tokens", tokens), ("batch", batch)):
         if value < 1:
@@ -476,8 +480,9 @@ def capture_kernels(
     ``trace.json`` back with :meth:`KernelTable.from_chrome_trace` gives the same
     kernel rows and totals as the returned table.
     """
-    import torch
-    from torch.profiler import ProfilerActivity, profile
+    with requires(Extra.TORCH, "capture_kernels"):
+        import torch
+        from torch.profiler import ProfilerActivity, profile
 
     if steps < 1:
         raise InvalidInputError(f"steps must be >= 1, got {steps}")

@@ -89,6 +89,7 @@ import attrs
 
 from probewise.errors import InvalidInputError
 from probewise.throughput._checks import positive
+from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
 
 __all__ = [
     "DEFAULT_ENVIRONMENT",
@@ -143,18 +144,21 @@ class AttentionDtype(enum.Enum):
     """``torch.float64``."""
 
     @classmethod
-    def parse(cls, name: AttentionDtype | str) -> AttentionDtype:
-        """The dtype named by ``name``: the enum itself or one of its spellings.
+    def parse(cls, name: AttentionDtype | str | TorchDtype) -> AttentionDtype:
+        """The dtype named by ``name``: the enum itself, a torch dtype or a spelling.
 
-        Accepted (case and surrounding space ignored, an optional ``torch.`` prefix
-        allowed): ``bf16``/``bfloat16``, ``fp16``/``half``/``float16``,
-        ``fp32``/``float``/``float32``, ``fp64``/``double``/``float64``. Anything else
+        Accepted spellings (case and surrounding space ignored, an optional ``torch.``
+        prefix allowed): ``bf16``/``bfloat16``, ``fp16``/``half``/``float16``,
+        ``fp32``/``float``/``float32``, ``fp64``/``double``/``float64``; a torch dtype
+        (``torch.bfloat16``) is recognised without importing torch (by its class,
+        ``torch.dtype``). Anything else
         is an :class:`~probewise.errors.InvalidInputError` naming the choices.
         """
         if isinstance(name, AttentionDtype):
             return name
-        if isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            key = name.strip().lower().removeprefix("torch.")
+        text = name if isinstance(name, str) else torch_dtype_name(name)
+        if text is not None:
+            key = text.strip().lower().removeprefix("torch.")
             found = _DTYPE_SPELLINGS.get(key)
             if found is not None:
                 return found
@@ -238,7 +242,7 @@ def _mask_kind(_instance: object, attribute: attrs.Attribute[MaskKind], value: M
         raise InvalidInputError(f"{attribute.name} must be a MaskKind ({choices}), got {value!r}")
 
 
-def _to_dtype(value: AttentionDtype | str) -> AttentionDtype:
+def _to_dtype(value: AttentionDtype | str | TorchDtype) -> AttentionDtype:
     return AttentionDtype.parse(value)
 
 
