@@ -4,6 +4,7 @@ Everything public is re-exported here; nothing else lives in this module.
 """
 
 from probewise.errors import (
+    CalibrationError,
     CrossDocumentAttentionError,
     DamageKind,
     FastPathLostError,
@@ -29,6 +30,15 @@ from probewise.responses.arms import (
     TransformersJudge,
     run_arm,
     run_paired,
+)
+from probewise.responses.calibration import (
+    Calibration,
+    CorrectedComparison,
+    CorrectedRate,
+    CorrectionMethod,
+    HumanLabel,
+    RubricBucket,
+    ThreeWayRates,
 )
 from probewise.responses.classify import (
     Completion,
@@ -162,6 +172,8 @@ __all__ = [
     "BucketRow",
     "BucketStrategy",
     "BucketSweep",
+    "Calibration",
+    "CalibrationError",
     "ChromeTraceSet",
     "ChunkPlan",
     "Clock",
@@ -169,6 +181,9 @@ __all__ = [
     "Complied",
     "ControlState",
     "ControlVerdict",
+    "CorrectedComparison",
+    "CorrectedRate",
+    "CorrectionMethod",
     "CpuOpRow",
     "CrossDocumentAttentionError",
     "Damage",
@@ -186,6 +201,7 @@ __all__ = [
     "Generate",
     "GqaHandling",
     "HistogramBin",
+    "HumanLabel",
     "InsufficientPointsError",
     "InvalidInputError",
     "Judge",
@@ -224,6 +240,7 @@ __all__ = [
     "Refused",
     "RowLabel",
     "Rubric",
+    "RubricBucket",
     "RubricError",
     "Rule",
     "ScalingFit",
@@ -239,6 +256,7 @@ __all__ = [
     "SweepNoOpError",
     "Term",
     "Terms",
+    "ThreeWayRates",
     "TraceFormatError",
     "TraceSource",
     "TransformersGenerator",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "CalibrationError",
     "CrossDocumentAttentionError",
     "DamageKind",
     "FastPathLostError",
@@ -136,3 +137,8 @@ class CrossDocumentAttentionError(ProbewiseError, AssertionError):
 class UnsupportedModelError(InvalidInputError):
     """The mask probe cannot run this model: its config does not build a transformers
     model that uses SDPA (e.g. Gemma2, whose softcapping SDPA does not support)."""
+
+
+class CalibrationError(ProbewiseError, ValueError):
+    """A :class:`~probewise.Calibration` cannot correct a rate: it lacks labelled rows of a
+    class, or the rubric it measured is not distinguishable from chance on it."""
