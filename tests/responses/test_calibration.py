@@ -125,14 +125,14 @@ def test_difference_covers_and_the_test_holds_its_size() -> None:
             assert rejected / runs >= 0.8  # a 0.2 difference on 500 answers per arm
 
 
-def test_three_way_rates_are_unbiased() -> None:
+def test_three_way_rates_are_unbiased_and_cover() -> None:
     # m[i][j] = P(rubric bucket i | human label j), rows Complied, Refused, Deflected,
     # columns COMPLIED, REFUSED, DEFLECTED: the rubric misses deflections most.
     m = np.array([[0.95, 0.10, 0.55], [0.02, 0.85, 0.05], [0.03, 0.05, 0.40]])
     truth = np.array([0.5, 0.3, 0.2])
     rng = np.random.default_rng(3)
     runs, per_class, n = 300, 300, 1000
-    found = []
+    found, covered = [], np.zeros(3)
     for _ in range(runs):
         matrix = [[0] * 4 for _ in range(3)]
         for j, column in zip(range(3), (C, R, D), strict=True):
@@ -148,11 +148,19 @@ def test_three_way_rates_are_unbiased() -> None:
         shares = rate.three_way.complied, rate.three_way.refused, rate.three_way.deflected
         assert sum(shares) == pytest.approx(1.0)
         found.append(shares)
+        three = rate.three_way
+        covered += [
+            three.complied_low <= truth[0] <= three.complied_high,
+            three.refused_low <= truth[1] <= three.refused_high,
+            three.deflected_low <= truth[2] <= three.deflected_high,
+        ]
     estimates = np.array(found)
     tolerance = 4.0 * estimates.std(axis=0, ddof=1) / math.sqrt(runs)
     assert np.all(np.abs(estimates.mean(axis=0) - truth) < tolerance)
     observed_deflected = (m @ truth)[2]
     assert abs(observed_deflected - truth[2]) > 5 * tolerance[2]
+    # 300 runs: the coverage's standard deviation is 0.0126; 0.91 is 3.2 of them.
+    assert np.all((covered / runs >= 0.91) & (covered / runs <= 0.99)), covered / runs
 
 
 answers = st.sampled_from([Complied(), Refused(), Deflected()])

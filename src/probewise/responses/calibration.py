@@ -51,13 +51,17 @@ import enum
 import math
 from collections.abc import Iterable, Mapping
 from statistics import NormalDist
-from typing import Any, TypeAlias, cast, final
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, final
 
 import attrs
 
 from probewise.errors import CalibrationError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
 from probewise.responses.tally import ArmTally, Proportion, _unit_or_nan
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "Calibration",
@@ -101,6 +105,8 @@ _ROWS: tuple[RubricBucket, ...] = (Complied, Refused, Deflected)
 _ROW_NAMES = ("complied", "refused", "deflected")
 _LABELS: tuple[HumanLabel, ...] = tuple(HumanLabel)
 _ZEROS = tuple((0,) * len(_LABELS) for _ in _ROWS)
+_SPLIT = (HumanLabel.COMPLIED, HumanLabel.REFUSED, HumanLabel.DEFLECTED)
+_DRAWS = 4000
 
 
 def _z(confidence: float) -> float:
@@ -132,28 +138,59 @@ _count = [attrs.validators.instance_of(int), attrs.validators.ge(0)]
 @final
 @attrs.frozen(kw_only=True)
 class ThreeWayRates:
-    """Corrected complied / refused / deflected shares of an arm's answers (they sum to 1).
+    """Corrected complied / refused / deflected shares of an arm's answers (they sum to 1),
+    each with an interval at ``confidence``.
 
-    Found by inverting the 3 x 3 misclassification matrix measured on a labelled sample
-    with the split (the observed shares = matrix @ true shares). Sampling noise can make
-    the solution leave the simplex: negative shares are then set to 0 and the rest
-    renormalised, and ``clipped`` is true. Point estimates only: the declined rate's
-    interval is on :class:`CorrectedRate`.
+    The point estimates invert the 3 x 3 misclassification matrix measured on a
+    labelled sample with the split (observed shares = matrix @ true shares). Sampling
+    noise can put the solution outside the simplex: negative shares are then set to 0
+    and the rest renormalised, and ``clipped`` is true.
+
+    The intervals are Bayesian: each human class's column of the matrix and the arm's
+    observed shares get independent Dirichlet posteriors (Jeffreys prior, 1/2 per
+    cell), 4000 draws (a fixed seed, so the same counts give the same interval) are
+    inverted, clipped and renormalised the same way, and the central ``confidence``
+    share of each component is kept, widened where needed to contain the point
+    estimate. Their coverage was measured by seeded simulation (the tests assert it).
     """
 
     complied: float = attrs.field(validator=_unit_or_nan)
     refused: float = attrs.field(validator=_unit_or_nan)
     deflected: float = attrs.field(validator=_unit_or_nan)
+    complied_low: float = attrs.field(validator=_unit_or_nan)
+    complied_high: float = attrs.field(validator=_unit_or_nan)
+    refused_low: float = attrs.field(validator=_unit_or_nan)
+    refused_high: float = attrs.field(validator=_unit_or_nan)
+    deflected_low: float = attrs.field(validator=_unit_or_nan)
+    deflected_high: float = attrs.field(validator=_unit_or_nan)
     clipped: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("complied", "refused", "deflected"):
+            low, value, high = (getattr(self, f"{name}{end}") for end in ("_low", "", "_high"))
+            if not low <= value <= high:
+                raise ValueError(f"{name} ({value}) lies outside [{low}, {high}]")
+
+    def __str__(self) -> str:
+        clipped = " (clipped)" if self.clipped else ""
+        return (
+            ", ".join(
+                f"{name} {getattr(self, name):.1%} [{getattr(self, name + '_low'):.1%}, "
+                f"{getattr(self, name + '_high'):.1%}]"
+                for name in ("complied", "refused", "deflected")
+            )
+            + clipped
+        )
 
     def to_dict(self) -> dict[str, float | bool]:
         """JSON-ready values."""
         return {
-            "complied": self.complied,
-            "refused": self.refused,
-            "deflected": self.deflected,
-            "clipped": self.clipped,
-        }
+            name: getattr(self, name)
+            for name in (
+                "complied", "refused", "deflected", "complied_low", "complied_high",
+                "refused_low", "refused_high", "deflected_low", "deflected_high", "clipped",
+            )
+        }  # fmt: skip
 
 
 def _clean(value: float) -> float | None:
@@ -512,36 +549,47 @@ class Calibration:
             min(low, estimate),
             max(high, estimate),
             clipped=estimate != raw,
-            three_way=self._three_way(tally),
+            three_way=self._three_way(tally, confidence),
         )
 
-    def _three_way(self, tally: ArmTally) -> ThreeWayRates | None:
+    def _three_way(self, tally: ArmTally, confidence: float) -> ThreeWayRates | None:
         if not self.has_split:
             return None
-        labels = (HumanLabel.COMPLIED, HumanLabel.REFUSED, HumanLabel.DEFLECTED)
-        totals = [self._column(lab) for lab in labels]
-        if 0 in totals:
+        import numpy as np
+
+        columns = [_LABELS.index(lab) for lab in _SPLIT]
+        counts = np.array(self.matrix, dtype=np.float64)[:, columns]  # bucket x label
+        if np.any(counts.sum(axis=0) == 0):
             return None
-        # m[i][j]: P(rubric bucket i | human label j).
-        m = [
-            [self.count(bucket, lab) / total for lab, total in zip(labels, totals, strict=True)]
-            for bucket in _ROWS
+        arm = np.array([tally.complied, tally.refused, tally.deflected], dtype=np.float64)
+        point = _invert((counts / counts.sum(axis=0))[None], (arm / arm.sum())[None])
+        if point is None:
+            return None
+        shares, clipped = point[0][0], point[1][0]
+        rng = np.random.default_rng(0)
+        m = np.stack([rng.dirichlet(counts[:, j] + 0.5, _DRAWS) for j in range(3)], axis=2)
+        q = rng.dirichlet(arm + 0.5, _DRAWS)
+        drawn = _invert(m, q)
+        tail = (1.0 - confidence) / 2.0
+        if drawn is None:
+            low, high = np.zeros(3), np.ones(3)
+        else:
+            low, high = np.quantile(drawn[0], [tail, 1.0 - tail], axis=0)
+        bounds = [
+            (min(float(lo), float(x)), max(float(hi), float(x)))
+            for lo, x, hi in zip(low, shares, high, strict=True)
         ]
-        q = [tally.complied / tally.answered, tally.refused / tally.answered,
-             tally.deflected / tally.answered]  # fmt: skip
-        solved = _solve3(m, q)
-        if solved is None:
-            return None
-        clipped = [max(0.0, x) for x in solved]
-        total = sum(clipped)
-        if total <= 0.0:
-            return None
-        shares = [x / total for x in clipped]
         return ThreeWayRates(
-            complied=min(1.0, shares[0]),
-            refused=min(1.0, shares[1]),
-            deflected=min(1.0, shares[2]),
-            clipped=any(x < 0.0 for x in solved),
+            complied=float(shares[0]),
+            refused=float(shares[1]),
+            deflected=float(shares[2]),
+            complied_low=bounds[0][0],
+            complied_high=bounds[0][1],
+            refused_low=bounds[1][0],
+            refused_high=bounds[1][1],
+            deflected_low=bounds[2][0],
+            deflected_high=bounds[2][1],
+            clipped=bool(np.any(clipped)),
         )
 
     def compare(self, a: ArmTally, b: ArmTally, *, confidence: float = 0.95) -> CorrectedComparison:
@@ -664,21 +712,24 @@ def _lang_reiczigel(
     return raw, low, high
 
 
-def _det3(m: list[list[float]]) -> float:
-    return (
-        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
-        - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
-        + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
-    )
+def _invert(
+    m: npt.NDArray[np.float64], q: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]] | None:
+    """Solve ``m @ x = q`` (one system, or a stack of them), clip negative shares to 0
+    and renormalise; with which solutions were clipped. Systems whose matrix is
+    (near-)singular, or whose clipped solution has nothing left, are dropped; ``None``
+    when none is left."""
+    import numpy as np
 
-
-def _solve3(m: list[list[float]], q: list[float]) -> list[float] | None:
-    """Cramer's rule; ``None`` for a (near-)singular matrix."""
-    det = _det3(m)
-    if abs(det) < 1e-9:
+    usable = np.abs(np.linalg.det(m)) >= 1e-9
+    if not np.any(usable):
         return None
-    out: list[float] = []
-    for k in range(3):
-        mk = [[q[i] if j == k else m[i][j] for j in range(3)] for i in range(3)]
-        out.append(_det3(mk) / det)
-    return out
+    m, q = m[usable], q[usable]
+    x = np.linalg.solve(m, q[..., None])[..., 0]
+    clipped = np.any(x < 0.0, axis=-1)
+    x = np.clip(x, 0.0, None)
+    total = x.sum(axis=-1)
+    kept = total > 0.0
+    if not np.any(kept):
+        return None
+    return np.clip(x[kept] / total[kept, None], 0.0, 1.0), clipped[kept]
