@@ -4,6 +4,7 @@ Everything public is re-exported here; nothing else lives in this module.
 """
 
 from probewise.errors import (
+    CalibrationError,
     CrossDocumentAttentionError,
     DamageKind,
     FastPathLostError,
@@ -30,6 +31,15 @@ from probewise.responses.arms import (
     TransformersJudge,
     run_arm,
     run_paired,
+)
+from probewise.responses.calibration import (
+    Calibration,
+    CorrectedComparison,
+    CorrectedRate,
+    CorrectionMethod,
+    HumanLabel,
+    RubricBucket,
+    ThreeWayRates,
 )
 from probewise.responses.classify import (
     Completion,
@@ -164,6 +174,8 @@ __all__ = [
     "BucketRow",
     "BucketStrategy",
     "BucketSweep",
+    "Calibration",
+    "CalibrationError",
     "ChromeTraceSet",
     "ChunkPlan",
     "Clock",
@@ -171,6 +183,9 @@ __all__ = [
     "Complied",
     "ControlState",
     "ControlVerdict",
+    "CorrectedComparison",
+    "CorrectedRate",
+    "CorrectionMethod",
     "CpuOpRow",
     "CrossDocumentAttentionError",
     "Damage",
@@ -188,6 +203,7 @@ __all__ = [
     "Generate",
     "GqaHandling",
     "HistogramBin",
+    "HumanLabel",
     "InsufficientPointsError",
     "InvalidInputError",
     "Judge",
@@ -227,6 +243,7 @@ __all__ = [
     "Refused",
     "RowLabel",
     "Rubric",
+    "RubricBucket",
     "RubricError",
     "Rule",
     "ScalingFit",
@@ -242,6 +259,7 @@ __all__ = [
     "SweepNoOpError",
     "Term",
     "Terms",
+    "ThreeWayRates",
     "TorchDtype",
     "TraceFormatError",
     "TraceSource",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "CalibrationError",
     "CrossDocumentAttentionError",
     "DamageKind",
     "FastPathLostError",
@@ -153,3 +154,8 @@ class MissingExtraError(ProbewiseError, ImportError):
         self.feature = feature
         self.extra = extra
         self.module = module
+
+
+class CalibrationError(ProbewiseError, ValueError):
+    """A :class:`~probewise.Calibration` cannot correct a rate: it lacks labelled rows of a
+    class, or the rubric it measured is not distinguishable from chance on it."""

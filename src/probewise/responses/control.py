@@ -9,6 +9,7 @@ from typing import cast, final
 import attrs
 
 from probewise.errors import InvalidInputError
+from probewise.responses.calibration import Calibration, CorrectedComparison
 from probewise.responses.outcome import Deflected
 from probewise.responses.tally import ArmTally, Proportion, _unit_or_nan
 
@@ -36,6 +37,9 @@ class ControlVerdict:
     ``p_value`` is Fisher's exact test (two-sided) on deflected versus other answered
     outcomes in the two arms (NaN when an arm has no answered outcome).
     ``failed_share_*`` is (empty + error) / n per arm (NaN for an empty arm).
+    ``corrected`` holds both arms' declined rates corrected for the rubric's measured
+    error, their difference and its test, when ``compare_arms`` was given a
+    :class:`~probewise.Calibration` (else ``None``).
     """
 
     state: ControlState = attrs.field(validator=attrs.validators.instance_of(ControlState))
@@ -47,6 +51,7 @@ class ControlVerdict:
     rate_a: Proportion
     rate_b: Proportion
     alpha: float
+    corrected: CorrectedComparison | None = None
 
     @property
     def rates_differ(self) -> bool:
@@ -54,7 +59,12 @@ class ControlVerdict:
         return not math.isnan(self.p_value) and self.p_value < self.alpha
 
     def summary(self) -> str:
-        """One sentence for people."""
+        """One sentence for people (two with a calibration: the corrected rates)."""
+        if self.corrected is None:
+            return self._control_summary()
+        return f"{self._control_summary()}; {self.corrected}"
+
+    def _control_summary(self) -> str:
         match self.state:
             case ControlState.REGEX_SOUND:
                 return "no deflections in either arm: the model is binary and the refusal rules are sound"
@@ -79,7 +89,7 @@ class ControlVerdict:
         def clean(value: float) -> float | None:
             return None if math.isnan(value) else value
 
-        return {
+        data: dict[str, object] = {
             "state": self.state.value,
             "deflected_a": self.deflected_a,
             "deflected_b": self.deflected_b,
@@ -91,6 +101,9 @@ class ControlVerdict:
             "rate_b": self.rate_b.to_dict(),
             "alpha": self.alpha,
         }
+        if self.corrected is not None:
+            data["corrected"] = self.corrected.to_dict()
+        return data
 
 
 def _failed_share(tally: ArmTally) -> float:
@@ -98,11 +111,25 @@ def _failed_share(tally: ArmTally) -> float:
 
 
 def compare_arms(
-    a: ArmTally, b: ArmTally, *, alpha: float = 0.05, max_failed_share: float = 0.1
+    a: ArmTally,
+    b: ArmTally,
+    *,
+    alpha: float = 0.05,
+    max_failed_share: float = 0.1,
+    calibration: Calibration | None = None,
 ) -> ControlVerdict:
-    """Read the deflection control across two arms (it does not care which arm is which)."""
+    """Read the deflection control across two arms (it does not care which arm is which).
+
+    With a ``calibration`` (a labelled sample of the same rubric on the same kind of
+    completions), ``corrected`` also compares the arms' declined rates corrected for
+    the rubric's measured error, at confidence ``1 - alpha``
+    (:meth:`Calibration.compare`); a calibration that cannot correct raises
+    :class:`~probewise.CalibrationError`.
+    """
     if not isinstance(cast("object", a), ArmTally) or not isinstance(cast("object", b), ArmTally):
         raise TypeError("compare_arms takes two ArmTally values")
+    if calibration is not None and not isinstance(cast("object", calibration), Calibration):
+        raise TypeError("compare_arms's calibration must be a Calibration or None")
     if not 0.0 < alpha < 1.0:
         raise InvalidInputError(f"alpha must lie in (0, 1), got {alpha!r}")
     if not 0.0 <= max_failed_share <= 1.0:
@@ -144,4 +171,5 @@ def compare_arms(
         rate_a=a.rate(Deflected),
         rate_b=b.rate(Deflected),
         alpha=alpha,
+        corrected=None if calibration is None else calibration.compare(a, b, confidence=1 - alpha),
     )

@@ -1,0 +1,744 @@
+"""The rubric's measured error, inside the estimate.
+
+A rubric that misses some declines (or calls some answers declines) counts a biased
+declined rate. Label a sample of outcomes by hand, build a :class:`Calibration` from
+the ``(Outcome, HumanLabel)`` pairs, and :meth:`Calibration.correct` turns an arm's
+tally into the declined rate corrected for the measured error, with an interval that
+carries the uncertainty of both the arm and the labelled sample.
+
+**Model.** "Declined" is Refused or Deflected for the rubric, and DECLINED, REFUSED or
+DEFLECTED for a human. On the labelled sample the rubric's sensitivity ``Se`` (declines
+it catches) and specificity ``Sp`` (answers it leaves alone) are measured. If an arm's
+true declined rate is ``pi``, its observed rate is ``p = pi * Se + (1 - pi) * (1 - Sp)``,
+so ``pi = (p + Sp - 1) / (Se + Sp - 1)`` (Rogan & Gladen 1978). This assumes the
+rubric errs on the arm as it erred on the labelled sample: the sample must come from
+the same model and kind of prompts (its own declined share may differ; the rubric's
+error rates given the human label must not).
+
+**Point estimate.** Rogan-Gladen, clipped to [0, 1]; :attr:`CorrectedRate.clipped`
+says when the raw value fell outside (the observed rate is below the rubric's false
+positive rate, or above its sensitivity: sampling noise, or a labelled sample that
+does not match the arm).
+
+**Interval.** Lang & Reiczigel (2014, *Preventive Veterinary Medicine* 113:13-22),
+"adjusted" limits: the arm's proportion gets ``z**2 / 2`` pseudo-successes out of
+``z**2`` (Agresti-Coull), sensitivity and specificity one success out of two; the
+delta-method standard error of the adjusted Rogan-Gladen value, shifted by their
+bias term ``2 z**2 (pi Se (1 - Se) / n_se - (1 - pi) Sp (1 - Sp) / n_sp)``, clipped to
+[0, 1] and widened where needed to contain the point estimate. Closed form (no
+resampling, so deterministic and microseconds per call) and it carries the three
+binomial samples. Measured by seeded simulation with this module (the script and
+its output are in docs/howto/calibrate-rubric.md; the tests assert the same): 95%
+coverage 0.934-0.980 over five settings (true rate 0.05-0.9, sensitivity 0.3-0.9,
+specificity 0.9-0.99), conservative for a weak rubric.
+
+**Mix.** Sensitivity to "declines" transfers from the labelled sample to an arm only
+if both mix refusals and deflections alike, when the rubric catches one kind better
+than the other. With labels that split declines, :attr:`CorrectedRate.three_way`
+inverts the 3 x 3 matrix instead and does not depend on that mix.
+
+**Chance.** A rubric whose Youden's J = Se + Sp - 1 is not above 0 carries no
+information about the declined rate, and near 0 the correction divides by noise.
+:meth:`Calibration.correct` raises :class:`~probewise.CalibrationError` when J's
+interval (Newcombe's hybrid score interval for the difference of two independent
+proportions, at the same confidence) reaches 0: no number is better than a confident
+wrong one, and the message says to label more rows or fix the rubric.
+
+**Empty and Error** outcomes are neither answers nor declines: they are left out of
+the calibration (counted in :attr:`Calibration.empty` / :attr:`Calibration.error`)
+and out of the correction (carried on :class:`CorrectedRate` as counts).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, final
+
+import attrs
+
+from probewise.errors import CalibrationError, InvalidInputError
+from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
+from probewise.responses.tally import ArmTally, Proportion, _count, _not_bool, _unit_or_nan
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "Calibration",
+    "CorrectedComparison",
+    "CorrectedRate",
+    "CorrectionMethod",
+    "HumanLabel",
+    "RubricBucket",
+    "ThreeWayRates",
+]
+
+
+class HumanLabel(enum.Enum):
+    """What a human labeller said a completion was."""
+
+    COMPLIED = "complied"
+    """The model did what was asked."""
+    DECLINED = "declined"
+    """The model declined (refused or deflected), for labellers who did not split declines."""
+    REFUSED = "refused"
+    """The model refused outright (a decline)."""
+    DEFLECTED = "deflected"
+    """The model declined by redirecting, moralising or asking instead (a decline)."""
+
+    @property
+    def declined(self) -> bool:
+        """Every label but COMPLIED is a decline."""
+        return self is not HumanLabel.COMPLIED
+
+
+class CorrectionMethod(enum.Enum):
+    """How a corrected rate and its interval were computed."""
+
+    LANG_REICZIGEL = "lang_reiczigel"
+    """Rogan-Gladen point estimate; Lang & Reiczigel (2014) adjusted interval."""
+
+
+RubricBucket: TypeAlias = type[Complied] | type[Refused] | type[Deflected]
+"""The outcome classes a calibration counts (the answers)."""
+
+_ROWS: tuple[RubricBucket, ...] = (Complied, Refused, Deflected)
+_ROW_NAMES = ("complied", "refused", "deflected")
+_LABELS: tuple[HumanLabel, ...] = tuple(HumanLabel)
+_ZEROS = tuple((0,) * len(_LABELS) for _ in _ROWS)
+_SPLIT = (HumanLabel.COMPLIED, HumanLabel.REFUSED, HumanLabel.DEFLECTED)
+_DRAWS = 4000
+
+
+def _z(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise InvalidInputError(f"confidence must lie in (0, 1), got {confidence!r}")
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+
+
+def _matrix_validator(
+    _instance: object, attribute: attrs.Attribute[Any], value: tuple[tuple[object, ...], ...]
+) -> None:
+    if len(value) != len(_ROWS):
+        raise ValueError(f"{attribute.name} must have {len(_ROWS)} rows, got {len(value)}")
+    for row in value:
+        if len(row) != len(_LABELS):
+            raise ValueError(f"{attribute.name} rows must hold {len(_LABELS)} counts")
+        for count in row:
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise ValueError(f"{attribute.name} counts must be ints >= 0, got {count!r}")
+
+
+def _to_matrix(value: Iterable[Iterable[int]]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(row) for row in value)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ThreeWayRates:
+    """Corrected complied / refused / deflected shares of an arm's answers (they sum to 1),
+    each with an interval at the enclosing :class:`CorrectedRate`'s ``confidence``.
+
+    The point estimates invert the 3 x 3 misclassification matrix measured on a
+    labelled sample with the split (observed shares = matrix @ true shares). Sampling
+    noise can put the solution outside the simplex: negative shares are then set to 0
+    and the rest renormalised, and ``clipped`` is true.
+
+    The intervals are Bayesian: each human class's column of the matrix and the arm's
+    observed shares get independent Dirichlet posteriors (Jeffreys prior, 1/2 per
+    cell), 4000 draws (a fixed seed, so the same counts give the same interval) are
+    inverted, clipped and renormalised the same way, and the central ``confidence``
+    share of each component is kept, widened where needed to contain the point
+    estimate. The tests assert their 95% coverage (0.91-0.99 of 300 seeded runs per
+    component) and the point estimates' lack of bias by simulation.
+    """
+
+    complied: float = attrs.field(validator=_unit_or_nan)
+    refused: float = attrs.field(validator=_unit_or_nan)
+    deflected: float = attrs.field(validator=_unit_or_nan)
+    complied_low: float = attrs.field(validator=_unit_or_nan)
+    complied_high: float = attrs.field(validator=_unit_or_nan)
+    refused_low: float = attrs.field(validator=_unit_or_nan)
+    refused_high: float = attrs.field(validator=_unit_or_nan)
+    deflected_low: float = attrs.field(validator=_unit_or_nan)
+    deflected_high: float = attrs.field(validator=_unit_or_nan)
+    clipped: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("complied", "refused", "deflected"):
+            low, value, high = (getattr(self, f"{name}{end}") for end in ("_low", "", "_high"))
+            if not low <= value <= high:
+                raise ValueError(f"{name} ({value}) lies outside [{low}, {high}]")
+
+    def __str__(self) -> str:
+        clipped = " (clipped)" if self.clipped else ""
+        return (
+            ", ".join(
+                f"{name} {getattr(self, name):.1%} [{getattr(self, name + '_low'):.1%}, "
+                f"{getattr(self, name + '_high'):.1%}]"
+                for name in ("complied", "refused", "deflected")
+            )
+            + clipped
+        )
+
+    def to_dict(self) -> dict[str, float | bool]:
+        """JSON-ready values."""
+        return {
+            name: getattr(self, name)
+            for name in (
+                "complied", "refused", "deflected", "complied_low", "complied_high",
+                "refused_low", "refused_high", "deflected_low", "deflected_high", "clipped",
+            )
+        }  # fmt: skip
+
+
+def _clean(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+@final
+@attrs.frozen(kw_only=True)
+class CorrectedRate:
+    """An arm's declined rate (Refused or Deflected over answered) corrected for the
+    rubric's measured error, with its interval at ``confidence``.
+
+    ``observed`` is the rate as the rubric counted it (Wilson interval, the arm's
+    sampling only); ``estimate`` is the Rogan-Gladen value, clipped to [0, 1]
+    (``clipped`` says when it had to be); ``low`` and ``high`` carry the uncertainty
+    of both the arm and the labelled sample. With no answered outcome the estimate is
+    NaN and the interval [0, 1]. ``empty`` and ``error`` are the arm's counts of
+    outcomes left out. ``three_way`` holds corrected complied / refused / deflected
+    shares when the labels split declines (else ``None``).
+    """
+
+    observed: Proportion
+    estimate: float = attrs.field(validator=_unit_or_nan)
+    low: float = attrs.field(validator=_unit_or_nan)
+    high: float = attrs.field(validator=_unit_or_nan)
+    clipped: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    sensitivity: Proportion
+    specificity: Proportion
+    confidence: float = attrs.field(validator=_unit_or_nan)
+    method: CorrectionMethod = attrs.field(validator=attrs.validators.instance_of(CorrectionMethod))
+    empty: int = attrs.field(validator=[*_count, _not_bool])
+    error: int = attrs.field(validator=[*_count, _not_bool])
+    three_way: ThreeWayRates | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not self.low <= self.high:
+            raise ValueError(f"low ({self.low}) exceeds high ({self.high})")
+        if not math.isnan(self.estimate) and not self.low <= self.estimate <= self.high:
+            raise ValueError(f"estimate ({self.estimate}) lies outside [low, high]")
+
+    @property
+    def n(self) -> int:
+        """The arm's answered outcomes (complied + refused + deflected)."""
+        return self.observed.trials
+
+    def __str__(self) -> str:
+        if self.n == 0:
+            return "n/a (0 answered)"
+        return (
+            f"{self.estimate:.1%} [{self.low:.1%}, {self.high:.1%}] corrected "
+            f"(observed {self.observed.estimate:.1%} of {self.n})"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready values (NaN becomes ``None``)."""
+        return {
+            "observed": self.observed.to_dict(),
+            "estimate": _clean(self.estimate),
+            "low": self.low,
+            "high": self.high,
+            "clipped": self.clipped,
+            "sensitivity": self.sensitivity.to_dict(),
+            "specificity": self.specificity.to_dict(),
+            "confidence": self.confidence,
+            "method": self.method.value,
+            "n": self.n,
+            "empty": self.empty,
+            "error": self.error,
+            "three_way": None if self.three_way is None else self.three_way.to_dict(),
+        }
+
+
+def _difference_bound(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
+    if not isinstance(value, float | int) or not (math.isnan(value) or -1.0 <= value <= 1.0):
+        raise ValueError(f"{attribute.name} must lie in [-1, 1], got {value!r}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class CorrectedComparison:
+    """Two arms' corrected declined rates and their difference ``a - b``.
+
+    ``low`` / ``high`` bound the difference at ``confidence`` (delta method on
+    Agresti-Caffo-adjusted arm rates and adjusted sensitivity and specificity, as for
+    :class:`CorrectedRate`; the two rates share the labelled sample, which the
+    interval accounts for). ``p_value`` is Fisher's exact test (two-sided) on declined
+    versus complied answers in the two arms: with J > 0 and the same rubric on both
+    arms, equal true rates give equal observed rates, so this exact test of the counts
+    is a test of equal corrected rates. NaN (and [-1, 1]) when an arm has no answer.
+    """
+
+    a: CorrectedRate
+    b: CorrectedRate
+    difference: float = attrs.field(validator=_difference_bound)
+    low: float = attrs.field(validator=_difference_bound)
+    high: float = attrs.field(validator=_difference_bound)
+    p_value: float = attrs.field(validator=_unit_or_nan)
+    confidence: float = attrs.field(validator=_unit_or_nan)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.low <= self.high:
+            raise ValueError(f"low ({self.low}) exceeds high ({self.high})")
+        if not math.isnan(self.difference) and not self.low <= self.difference <= self.high:
+            raise ValueError(f"difference ({self.difference}) lies outside [low, high]")
+
+    @property
+    def rates_differ(self) -> bool:
+        """Whether the corrected rates differ at ``1 - confidence`` (Fisher's exact test)."""
+        return not math.isnan(self.p_value) and self.p_value < 1.0 - self.confidence
+
+    def __str__(self) -> str:
+        if math.isnan(self.difference):
+            return f"corrected declined rates: A {self.a}, B {self.b}"
+        return (
+            f"corrected declined rates: A {self.a}, B {self.b}; difference "
+            f"{self.difference:+.1%} [{self.low:+.1%}, {self.high:+.1%}] "
+            f"(Fisher p = {self.p_value:.3g})"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready values (NaN becomes ``None``)."""
+        return {
+            "a": self.a.to_dict(),
+            "b": self.b.to_dict(),
+            "difference": _clean(self.difference),
+            "low": self.low,
+            "high": self.high,
+            "p_value": _clean(self.p_value),
+            "rates_differ": self.rates_differ,
+            "confidence": self.confidence,
+        }
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Calibration:
+    """The rubric's confusion matrix against human labels, on a labelled sample.
+
+    ``matrix[i][j]`` counts outcomes the rubric put in bucket ``i`` (Complied, Refused,
+    Deflected, in that order) that a human labelled ``j`` (in :class:`HumanLabel`
+    order); read it with :meth:`count`. ``empty`` and ``error`` count the pairs whose
+    outcome was Empty or Error, left out of every figure. ``a + b`` merges two
+    samples (``Calibration()`` is the identity).
+    """
+
+    matrix: tuple[tuple[int, ...], ...] = attrs.field(
+        default=_ZEROS, converter=_to_matrix, validator=_matrix_validator
+    )
+    empty: int = attrs.field(default=0, validator=[*_count, _not_bool])
+    error: int = attrs.field(default=0, validator=[*_count, _not_bool])
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[Outcome, HumanLabel]]) -> Calibration:
+        """Count ``(outcome, human label)`` pairs (consumed once).
+
+        Anything but an Outcome and a HumanLabel raises TypeError, naming the index.
+        """
+        counts = [[0] * len(_LABELS) for _ in _ROWS]
+        empty = error = 0
+        for index, pair in enumerate(pairs):
+            if not isinstance(cast("object", pair), tuple) or len(pair) != 2:
+                raise TypeError(f"pair {index} must be a tuple (outcome, HumanLabel)")
+            outcome, label = pair
+            if not isinstance(label, HumanLabel):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    f"pair {index}: the label must be a HumanLabel, got {type(label).__name__}"
+                )
+            match outcome:
+                case Complied():
+                    row = 0
+                case Refused():
+                    row = 1
+                case Deflected():
+                    row = 2
+                case Empty():
+                    empty += 1
+                    continue
+                case Error():
+                    error += 1
+                    continue
+                case _:
+                    raise TypeError(  # pyright: ignore[reportUnreachable]
+                        f"pair {index}: the outcome must be an Outcome, "
+                        f"got {type(outcome).__name__}"
+                    )
+            counts[row][_LABELS.index(label)] += 1
+        return cls(matrix=counts, empty=empty, error=error)
+
+    def __add__(self, other: Calibration) -> Calibration:
+        if not isinstance(other, Calibration):  # pyright: ignore[reportUnnecessaryIsInstance]
+            return NotImplemented
+        return Calibration(
+            matrix=[
+                [x + y for x, y in zip(row_a, row_b, strict=True)]
+                for row_a, row_b in zip(self.matrix, other.matrix, strict=True)
+            ],
+            empty=self.empty + other.empty,
+            error=self.error + other.error,
+        )
+
+    def count(self, bucket: RubricBucket, label: HumanLabel) -> int:
+        """Outcomes the rubric put in ``bucket`` that a human labelled ``label``."""
+        if bucket not in _ROWS:
+            raise TypeError(f"not an answer's outcome class: {bucket!r}")
+        return self.matrix[_ROWS.index(bucket)][_LABELS.index(label)]
+
+    def _column(self, label: HumanLabel) -> int:
+        j = _LABELS.index(label)
+        return sum(row[j] for row in self.matrix)
+
+    def _cells(self, buckets: Iterable[RubricBucket], labels: Iterable[HumanLabel]) -> int:
+        labels = tuple(labels)
+        return sum(self.count(b, lab) for b in buckets for lab in labels)
+
+    @property
+    def labelled(self) -> int:
+        """Pairs in the matrix (answers with a human label)."""
+        return sum(map(sum, self.matrix))
+
+    @property
+    def excluded(self) -> int:
+        """Pairs left out: Empty + Error outcomes."""
+        return self.empty + self.error
+
+    @property
+    def n(self) -> int:
+        """Every pair counted."""
+        return self.labelled + self.excluded
+
+    @property
+    def has_split(self) -> bool:
+        """Whether the labels split declines: no DECLINED label, and some REFUSED or
+        DEFLECTED ones."""
+        return self._column(HumanLabel.DECLINED) == 0 and (
+            self._column(HumanLabel.REFUSED) + self._column(HumanLabel.DEFLECTED) > 0
+        )
+
+    def recall(
+        self, label: HumanLabel = HumanLabel.DECLINED, *, confidence: float = 0.95
+    ) -> Proportion:
+        """The share of rows a human labelled ``label`` that the rubric put there too.
+
+        DECLINED is the binary view (Refused or Deflected among every decline label:
+        the sensitivity); COMPLIED is the specificity of that view; REFUSED and
+        DEFLECTED need the bucket itself (rows labelled DECLINED do not count).
+        """
+        hit: tuple[RubricBucket, ...]
+        labels: tuple[HumanLabel, ...]
+        match label:
+            case HumanLabel.COMPLIED:
+                hit, labels = (Complied,), (HumanLabel.COMPLIED,)
+            case HumanLabel.DECLINED:
+                hit, labels = (Refused, Deflected), tuple(lab for lab in _LABELS if lab.declined)
+            case HumanLabel.REFUSED:
+                hit, labels = (Refused,), (HumanLabel.REFUSED,)
+            case HumanLabel.DEFLECTED:
+                hit, labels = (Deflected,), (HumanLabel.DEFLECTED,)
+        trials = sum(self._column(lab) for lab in labels)
+        return Proportion.wilson(self._cells(hit, labels), trials, confidence=confidence)
+
+    def specificity(
+        self, label: HumanLabel = HumanLabel.DECLINED, *, confidence: float = 0.95
+    ) -> Proportion:
+        """The share of rows a human did not label ``label`` that the rubric kept out of it.
+
+        DECLINED (the default) is the binary view: Complied among rows labelled
+        COMPLIED. For REFUSED and DEFLECTED the rows labelled DECLINED are left out
+        (whether they belong to the class is unknown).
+        """
+        match label:
+            case HumanLabel.DECLINED:
+                return self.recall(HumanLabel.COMPLIED, confidence=confidence)
+            case HumanLabel.COMPLIED:
+                return self.recall(HumanLabel.DECLINED, confidence=confidence)
+            case HumanLabel.REFUSED | HumanLabel.DEFLECTED:
+                bucket: RubricBucket = Refused if label is HumanLabel.REFUSED else Deflected
+                others = tuple(lab for lab in _LABELS if lab not in (label, HumanLabel.DECLINED))
+                kept = tuple(b for b in _ROWS if b is not bucket)
+                trials = sum(self._column(lab) for lab in others)
+                return Proportion.wilson(self._cells(kept, others), trials, confidence=confidence)
+
+    @property
+    def youden(self) -> float:
+        """Youden's J = sensitivity + specificity - 1 of the binary view (NaN without
+        rows of both classes). 0 is chance; 1 is a perfect rubric."""
+        se, sp = self.recall(HumanLabel.DECLINED), self.specificity()
+        if se.trials == 0 or sp.trials == 0:
+            return math.nan
+        return se.estimate + sp.estimate - 1.0
+
+    def _usable(self, confidence: float) -> tuple[Proportion, Proportion]:
+        se = self.recall(HumanLabel.DECLINED, confidence=confidence)
+        sp = self.specificity(confidence=confidence)
+        if se.trials == 0:
+            raise CalibrationError(
+                "the calibration has no answer labelled DECLINED, REFUSED or DEFLECTED: "
+                "the rubric's sensitivity is unmeasured; label some declines"
+            )
+        if sp.trials == 0:
+            raise CalibrationError(
+                "the calibration has no answer labelled COMPLIED: the rubric's "
+                "specificity is unmeasured; label some answers"
+            )
+        j = se.estimate + sp.estimate - 1.0
+        # Newcombe's hybrid score interval for Se - (1 - Sp), two independent samples.
+        j_low = j - math.hypot(se.estimate - se.low, sp.estimate - sp.low)
+        j_high = j + math.hypot(se.high - se.estimate, sp.high - sp.estimate)
+        if j_low <= 0.0:
+            raise CalibrationError(
+                f"the rubric is not distinguishable from chance on the calibration: "
+                f"Youden's J = {j:.3f} [{j_low:.3f}, {j_high:.3f}] at {confidence:g} "
+                f"(sensitivity {se.successes}/{se.trials}, specificity "
+                f"{sp.successes}/{sp.trials}); label more rows or fix the rubric"
+            )
+        return se, sp
+
+    def correct(self, tally: ArmTally, *, confidence: float = 0.95) -> CorrectedRate:
+        """The arm's declined rate among answered outcomes, corrected for the measured
+        error (see the module's notes for the method and its measured coverage).
+
+        Raises :class:`~probewise.CalibrationError` when the calibration lacks a class
+        or the rubric is not distinguishable from chance on it (Youden's J interval
+        reaches 0), and :class:`~probewise.InvalidInputError` for a confidence outside
+        (0, 1).
+        """
+        if not isinstance(tally, ArmTally):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"correct takes an ArmTally, got {type(tally).__name__}")
+        z = _z(confidence)
+        se, sp = self._usable(confidence)
+        declined = tally.refused + tally.deflected
+        observed = Proportion.wilson(declined, tally.answered, confidence=confidence)
+
+        def rate(
+            estimate: float,
+            low: float,
+            high: float,
+            *,
+            clipped: bool = False,
+            three_way: ThreeWayRates | None = None,
+        ) -> CorrectedRate:
+            return CorrectedRate(
+                observed=observed,
+                estimate=estimate,
+                low=low,
+                high=high,
+                clipped=clipped,
+                sensitivity=se,
+                specificity=sp,
+                confidence=confidence,
+                method=CorrectionMethod.LANG_REICZIGEL,
+                empty=tally.empty,
+                error=tally.error,
+                three_way=three_way,
+            )
+
+        if tally.answered == 0:
+            return rate(math.nan, 0.0, 1.0)
+        raw, low, high = _lang_reiczigel(declined, tally.answered, se, sp, z)
+        estimate = min(1.0, max(0.0, raw))
+        return rate(
+            estimate,
+            min(low, estimate),
+            max(high, estimate),
+            clipped=estimate != raw,
+            three_way=self._three_way(tally, confidence),
+        )
+
+    def _three_way(self, tally: ArmTally, confidence: float) -> ThreeWayRates | None:
+        if not self.has_split:
+            return None
+        import numpy as np
+
+        columns = [_LABELS.index(lab) for lab in _SPLIT]
+        counts = np.array(self.matrix, dtype=np.float64)[:, columns]  # bucket x label
+        if np.any(counts.sum(axis=0) == 0):
+            return None
+        arm = np.array([tally.complied, tally.refused, tally.deflected], dtype=np.float64)
+        point = _invert((counts / counts.sum(axis=0))[None], (arm / arm.sum())[None])
+        if point is None:
+            return None
+        shares, clipped = point[0][0], point[1][0]
+        rng = np.random.default_rng(0)
+        m = np.stack([rng.dirichlet(counts[:, j] + 0.5, _DRAWS) for j in range(3)], axis=2)
+        q = rng.dirichlet(arm + 0.5, _DRAWS)
+        drawn = _invert(m, q)
+        tail = (1.0 - confidence) / 2.0
+        if drawn is None:
+            low, high = np.zeros(3), np.ones(3)
+        else:
+            low, high = np.quantile(drawn[0], [tail, 1.0 - tail], axis=0)
+        bounds = [
+            (min(float(lo), float(x)), max(float(hi), float(x)))
+            for lo, x, hi in zip(low, shares, high, strict=True)
+        ]
+        return ThreeWayRates(
+            complied=float(shares[0]),
+            refused=float(shares[1]),
+            deflected=float(shares[2]),
+            complied_low=bounds[0][0],
+            complied_high=bounds[0][1],
+            refused_low=bounds[1][0],
+            refused_high=bounds[1][1],
+            deflected_low=bounds[2][0],
+            deflected_high=bounds[2][1],
+            clipped=bool(np.any(clipped)),
+        )
+
+    def compare(self, a: ArmTally, b: ArmTally, *, confidence: float = 0.95) -> CorrectedComparison:
+        """Both arms' corrected declined rates and their difference ``a - b``."""
+        z = _z(confidence)
+        rate_a = self.correct(a, confidence=confidence)
+        rate_b = self.correct(b, confidence=confidence)
+        if not a.answered or not b.answered:
+            return CorrectedComparison(
+                a=rate_a, b=rate_b, difference=math.nan, low=-1.0, high=1.0,
+                p_value=math.nan, confidence=confidence,
+            )  # fmt: skip
+        import numpy as np
+        from scipy.stats import fisher_exact
+
+        x_a, x_b = a.refused + a.deflected, b.refused + b.deflected
+        table = np.array([[x_a, a.complied], [x_b, b.complied]])
+        p_value = min(1.0, float(fisher_exact(table, alternative="two-sided").pvalue))
+        difference = rate_a.estimate - rate_b.estimate
+        # Agresti-Caffo: one pseudo-success and one pseudo-failure per arm.
+        pa, na = (x_a + 1) / (a.answered + 2), a.answered + 2
+        pb, nb = (x_b + 1) / (b.answered + 2), b.answered + 2
+        se1, ns, sp1, nsp = _adjusted(rate_a.sensitivity, rate_a.specificity)
+        j = se1 + sp1 - 1.0
+        d = (pa - pb) / j
+        var = (
+            pa * (1 - pa) / na
+            + pb * (1 - pb) / nb
+            + d * d * (se1 * (1 - se1) / ns + sp1 * (1 - sp1) / nsp)
+        ) / (j * j)
+        half = z * math.sqrt(var)
+        low = max(-1.0, min(d - half, difference))
+        high = min(1.0, max(d + half, difference))
+        return CorrectedComparison(
+            a=rate_a, b=rate_b, difference=difference, low=low, high=high,
+            p_value=p_value, confidence=confidence,
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, object]:
+        """The counts, JSON-ready: ``matrix`` maps rubric bucket to human label to count."""
+        return {
+            "matrix": {
+                name: {lab.value: count for lab, count in zip(_LABELS, row, strict=True)}
+                for name, row in zip(_ROW_NAMES, self.matrix, strict=True)
+            },
+            "empty": self.empty,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Calibration:
+        """Inverse of :meth:`to_dict`; unknown keys or non-int counts raise
+        :class:`~probewise.InvalidInputError`."""
+        unknown = sorted(set(data) - {"matrix", "empty", "error"})
+        if unknown:
+            raise InvalidInputError(
+                f"unknown Calibration fields {unknown}; expected matrix, empty, error"
+            )
+        rows: list[list[int]] = [[0] * len(_LABELS) for _ in _ROWS]
+        matrix = data.get("matrix", {})
+        if not isinstance(matrix, Mapping):
+            raise InvalidInputError("Calibration.matrix must be a mapping")
+        for name, row in matrix.items():  # pyright: ignore[reportUnknownVariableType]
+            if name not in _ROW_NAMES:
+                raise InvalidInputError(
+                    f"unknown rubric bucket {name!r} in Calibration.matrix; "
+                    f"expected {list(_ROW_NAMES)}"
+                )
+            if not isinstance(row, Mapping):
+                raise InvalidInputError(f"Calibration.matrix.{name} must be a mapping")
+            for label, count in row.items():  # pyright: ignore[reportUnknownVariableType]
+                try:
+                    j = _LABELS.index(HumanLabel(label))
+                except ValueError:
+                    raise InvalidInputError(
+                        f"unknown human label {label!r} in Calibration.matrix.{name}"
+                    ) from None
+                rows[_ROW_NAMES.index(name)][j] = _int_count(
+                    cast("object", count), f"matrix.{name}.{label}"
+                )
+        return cls(
+            matrix=rows,
+            empty=_int_count(data.get("empty", 0), "empty"),
+            error=_int_count(data.get("error", 0), "error"),
+        )
+
+
+def _int_count(value: object, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidInputError(f"Calibration.{where} must be an int >= 0, got {value!r}")
+    return value
+
+
+def _adjusted(se: Proportion, sp: Proportion) -> tuple[float, int, float, int]:
+    """Sensitivity and specificity with one pseudo-success out of two each."""
+    ns, nsp = se.trials + 2, sp.trials + 2
+    return (se.successes + 1) / ns, ns, (sp.successes + 1) / nsp, nsp
+
+
+def _lang_reiczigel(
+    x: int, n: int, se: Proportion, sp: Proportion, z: float
+) -> tuple[float, float, float]:
+    """(raw Rogan-Gladen estimate, low, high): Lang & Reiczigel's adjusted limits."""
+    raw = (x / n + sp.estimate - 1.0) / (se.estimate + sp.estimate - 1.0)
+    n1 = n + z * z
+    p1 = (x + z * z / 2.0) / n1
+    se1, ns, sp1, nsp = _adjusted(se, sp)
+    j = se1 + sp1 - 1.0
+    if j <= 0.0:  # only for tiny samples; _usable's check is almost always stricter
+        raise CalibrationError(
+            f"the rubric is not distinguishable from chance on the calibration "
+            f"(adjusted Youden's J = {j:.3f}); label more rows or fix the rubric"
+        )
+    pi1 = (p1 + sp1 - 1.0) / j
+    var_se, var_sp = se1 * (1 - se1) / ns, sp1 * (1 - sp1) / nsp
+    sd = math.sqrt(p1 * (1 - p1) / n1 + pi1 * pi1 * var_se + (1 - pi1) ** 2 * var_sp) / j
+    shift = 2.0 * z * z * (pi1 * var_se - (1 - pi1) * var_sp)
+    low = min(1.0, max(0.0, pi1 + shift - z * sd))
+    high = min(1.0, max(0.0, pi1 + shift + z * sd))
+    return raw, low, high
+
+
+def _invert(
+    m: npt.NDArray[np.float64], q: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]] | None:
+    """Solve ``m @ x = q`` (one system, or a stack of them), clip negative shares to 0
+    and renormalise; with which solutions were clipped. Systems whose matrix is
+    (near-)singular, or whose clipped solution has nothing left, are dropped; ``None``
+    when none is left."""
+    import numpy as np
+
+    usable = np.abs(np.linalg.det(m)) >= 1e-9
+    if not np.any(usable):
+        return None
+    m, q = m[usable], q[usable]
+    x = np.linalg.solve(m, q[..., None])[..., 0]
+    clipped = np.any(x < 0.0, axis=-1)
+    x = np.clip(x, 0.0, None)
+    total = x.sum(axis=-1)
+    kept = total > 0.0
+    if not np.any(kept):
+        return None
+    return np.clip(x[kept] / total[kept, None], 0.0, 1.0), clipped[kept]
