@@ -170,6 +170,8 @@ def kernels(path: str) -> None:
             | KernelKind.REDUCTION
             | KernelKind.NORMALIZATION
             | KernelKind.COMMUNICATION
+            | KernelKind.CONVOLUTION
+            | KernelKind.EMBEDDING
             | KernelKind.OTHER
         ):
             pass

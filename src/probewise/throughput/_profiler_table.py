@@ -860,7 +860,7 @@ def _row_time(
 _RUNTIME: Final = re.compile(
     r"(?:cuda|cu|hip|hsa|mtia|xpu|ze|ur|cudnn|cublas|cublasLt|cupti|nvtx|sycl)[A-Z]\w*", re.ASCII
 )
-_MEMORY_OP: Final = re.compile(r"Mem(?:cpy|set)\b", re.IGNORECASE)
+_MEMORY_OP: Final = re.compile(r"Mem(?:cpy|set)", re.IGNORECASE)
 _ANNOTATION: Final = re.compile(
     r"ProfilerStep[#*]|Optimizer\.|enumerate\(DataLoader\)|nn\.Module: "
     r"|autograd::engine::evaluate_function: |<built-in |\S+\.py\(\d+\): "
