@@ -15,6 +15,7 @@ __all__ = [
     "InsufficientPointsError",
     "InvalidInputError",
     "LengthInputError",
+    "MixedJobsError",
     "ProbewiseError",
     "RubricError",
     "SealedError",
@@ -136,3 +137,16 @@ class CrossDocumentAttentionError(ProbewiseError, AssertionError):
 class UnsupportedModelError(InvalidInputError):
     """The mask probe cannot run this model: its config does not build a transformers
     model that uses SDPA (e.g. Gemma2, whose softcapping SDPA does not support)."""
+
+
+class MixedJobsError(InvalidInputError):
+    """Trace files that cannot be ranks of one job were given together.
+
+    Raised when the files disagree on ``distributedInfo.world_size`` or two of them
+    claim the same rank; ``paths`` names the files in conflict. Pass
+    ``allow_mixed_jobs=True`` (``--allow-mixed-jobs``) to sum them anyway.
+    """
+
+    def __init__(self, message: str, *, paths: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.paths = paths

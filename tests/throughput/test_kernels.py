@@ -61,6 +61,7 @@ sources = st.builds(
     rank=st.one_of(st.none(), st.integers(0, 7)),
     world_size=st.one_of(st.none(), st.integers(1, 8)),
     events=st.integers(0, 100),
+    notes=st.lists(st.sampled_from(["a note", "another"]), max_size=2).map(tuple),
 )
 
 
@@ -619,3 +620,18 @@ def _fixture_kernel_names(folder: Path) -> set[str]:
             ):
                 names.add(str(event.get("name")))
     return names
+
+
+@given(tables(), tables())
+def test_jobs_partition_the_sources_and_keep_every_world_size(
+    a: KernelTable, b: KernelTable
+) -> None:
+    merged = a + b
+    jobs = merged.jobs()
+    flat = [source for job in jobs for source in job]
+    assert sorted(flat, key=repr) == sorted(merged.sources, key=repr)
+    for job in jobs:
+        assert len({source.world_size for source in job}) == 1
+        ranks = [source.rank for source in job if source.rank is not None]
+        assert len(ranks) == len(set(ranks))
+    assert jobs == (b + a).jobs()

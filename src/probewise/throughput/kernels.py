@@ -374,6 +374,16 @@ class Damage:
         }
 
 
+def _notes(value: object) -> tuple[str, ...]:
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"notes must be a tuple of str, got {type(value).__name__}")
+    out = tuple(cast("tuple[object, ...] | list[object]", value))
+    for item in out:
+        if not isinstance(item, str):
+            raise TypeError(f"notes must be str, got {type(item).__name__}")
+    return cast("tuple[str, ...]", out)
+
+
 def _names(value: object) -> tuple[str, ...]:
     if not isinstance(value, tuple | list):
         raise TypeError(f"devices must be a tuple of str, got {type(value).__name__}")
@@ -394,7 +404,8 @@ class TraceSource:
     ``display_time_unit`` and ``base_time_ns`` are Kineto's ``displayTimeUnit`` and
     ``baseTimeNanoseconds``, read wherever they sit in the file (Kineto writes them
     after ``traceEvents``). They never change how ``ts``/``dur`` are read: those are
-    microseconds in every trace.
+    microseconds in every trace. ``notes`` says what a reader should know about the
+    file (a second ``traceEvents`` key, duplicated device events).
     """
 
     path: str = attrs.field(validator=attrs.validators.instance_of(str))
@@ -409,6 +420,7 @@ class TraceSource:
     damage: Damage | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Damage))
     )
+    notes: tuple[str, ...] = attrs.field(default=(), converter=_notes)
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
@@ -421,6 +433,7 @@ class TraceSource:
             "display_time_unit": self.display_time_unit,
             "base_time_ns": self.base_time_ns,
             "damage": None if self.damage is None else self.damage.to_dict(),
+            "notes": list(self.notes),
         }
 
 
@@ -687,9 +700,33 @@ class KernelTable:
         """The rows counted in ``kernel_us`` (everything but MEMCPY and MEMSET)."""
         return tuple(row for row in self.rows if not row.kind.is_transfer)
 
+    def jobs(self) -> tuple[tuple[TraceSource, ...], ...]:
+        """The sources grouped by the job they came from, as far as their metadata tells.
+
+        Sources with different ``world_size`` are different jobs; within one world size,
+        a rank seen again starts another job (the first source of each rank goes to the
+        first job, the second to the second, and so on, in source order). Sources
+        without a rank join the first job of their world size. A table read from the
+        ranks of one job has a single job (none when it has no sources).
+        """
+        groups: dict[int | None, list[list[TraceSource]]] = {}
+        for source in self.sources:
+            jobs = groups.setdefault(source.world_size, [])
+            for job in jobs:
+                if source.rank is None or all(other.rank != source.rank for other in job):
+                    job.append(source)
+                    break
+            else:
+                jobs.append([source])
+        order = sorted(groups, key=lambda size: -1 if size is None else size)
+        return tuple(tuple(job) for size in order for job in groups[size])
+
     @property
     def world_size(self) -> int | None:
-        """The largest ``distributedInfo.world_size`` among the sources, if any says."""
+        """The largest ``distributedInfo.world_size`` among the sources, if any says.
+
+        Sources from several jobs (``allow_mixed_jobs``) may disagree: see :meth:`jobs`.
+        """
         sizes = [s.world_size for s in self.sources if s.world_size is not None]
         return max(sizes) if sizes else None
 
@@ -914,6 +951,7 @@ def _table_from_dict(data: object) -> KernelTable:
                 display_time_unit=None if unit is None else _str(unit),
                 base_time_ns=_int_or_none(s.get("base_time_ns")),
                 damage=damage,
+                notes=tuple(_str(n) for n in _sequence(s.get("notes", []), "notes")),
             )
         )
     naive = top["naive_device_us"]
