@@ -701,3 +701,19 @@ def test_an_implausible_world_size_does_not_set_the_memory(tmp_path: Path) -> No
     assert missing == ()
     assert peak < 64 << 20
     assert "not plausible" in table.sources[0].notes[0]
+
+
+@pytest.mark.parametrize("correlation", ["9" * 5000, "99999999999999999999", "-5", "1e400", '"12"'])
+def test_huge_or_odd_numbers_in_steps_and_correlations_are_not_fatal(
+    tmp_path: Path, correlation: str
+) -> None:
+    step = json.dumps(event(cat="cpu_op", name="ProfilerStep#1", ts=0.0, dur=10))
+    long_step = json.dumps(event(cat="cpu_op", name="ProfilerStep#" + "9" * 5000, dur=10))
+    launch = event(cat="cuda_runtime", name="cudaLaunchKernel", dur=1)
+    kernel = event(cat="kernel", name="k", dur=2)
+    launch_text = json.dumps(launch)[:-1] + f', "args": {{"correlation": {correlation}}}}}'
+    kernel_text = json.dumps(kernel)[:-1] + f', "args": {{"correlation": {correlation}}}}}'
+    text = '{"traceEvents": [' + ",".join([step, long_step, launch_text, kernel_text]) + "]}"
+    table = read_chrome_trace(write(tmp_path, text.encode()))
+    assert table.kernel_us == 2
+    assert [s.step for s in table.steps] == [1]

@@ -128,8 +128,8 @@ _DECODE_ARGS: Final = msgspec.json.Decoder(_Args)
 _DECODE_ANY: Final = msgspec.json.Decoder()
 _ERROR_BYTE: Final = regex.compile(r"\(byte (\d+)\)")
 _CUT: Final = regex.compile(rb"\}[ \t\r\n]*+,[ \t\r\n]*+(?=\{)")
-_CORRELATION: Final = re.compile(rb'"correlation"[ \t\r\n]*+:[ \t\r\n]*+(-?[0-9]+)')
-_STEP_RAW: Final = re.compile(rb'"ProfilerStep#([0-9]+)"')
+_CORRELATION: Final = re.compile(rb'"correlation"[ \t\r\n]*+:[ \t\r\n]*+(-?[0-9]{1,19})(?![0-9])')
+_STEP_RAW: Final = re.compile(rb'"ProfilerStep#([0-9]{1,18})"')  # longer: not a step number
 _CAT: Final = operator.attrgetter("cat")
 _NAME: Final = operator.attrgetter("name")
 _DUR: Final = operator.attrgetter("dur")
@@ -596,11 +596,16 @@ def _step_names(doc: bytes) -> set[bytes]:
 
 
 def _correlations(events: list[_Event]) -> list[int | None]:
-    """``args.correlation`` of each event (None where it has none)."""
+    """``args.correlation`` of each event (None where it has none, or not a 64-bit int)."""
     try:
-        return [a.correlation for a in map(_DECODE_ARGS.decode, map(_ARGS, events))]
+        found = [a.correlation for a in map(_DECODE_ARGS.decode, map(_ARGS, events))]
     except msgspec.DecodeError:  # also ValidationError: odd args somewhere; one by one
-        return [_correlation(e.args) for e in events]
+        found = [_correlation(e.args) for e in events]
+    return [c if c is None or _INT64_MIN <= c <= _INT64_MAX else None for c in found]
+
+
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
 
 
 def _correlation(args: msgspec.Raw) -> int | None:
