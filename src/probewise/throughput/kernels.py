@@ -638,6 +638,7 @@ class KernelTable:
         *,
         salvage: bool = False,
         progress: ProgressCallback | None = None,
+        allow_mixed_jobs: bool = False,
     ) -> KernelTable:
         """Read a Kineto / legacy Chrome trace (``.json`` or gzip, by content).
 
@@ -645,11 +646,15 @@ class KernelTable:
         merged table is returned (see :func:`probewise.throughput.traces.read_chrome_traces`
         for the per-rank tables). Raises :class:`~probewise.TraceFormatError` on damaged
         input unless ``salvage`` is true, in which case the table holds every complete
-        event before the damage and ``sources[i].damage`` says what was lost.
+        event before the damage and ``sources[i].damage`` says what was lost. Files
+        of different jobs raise :class:`~probewise.MixedJobsError` unless
+        ``allow_mixed_jobs`` is true (then :meth:`jobs` tells them apart).
         """
         from probewise.throughput.traces import read_chrome_traces
 
-        return read_chrome_traces(path, salvage=salvage, progress=progress).merged
+        return read_chrome_traces(
+            path, salvage=salvage, progress=progress, allow_mixed_jobs=allow_mixed_jobs
+        ).merged
 
     @classmethod
     def from_key_averages(cls, events: Iterable[object]) -> KernelTable:
