@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import final
 
 import attrs
 
@@ -117,8 +118,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if clean else 1
 
 
+@final
 @attrs.frozen(kw_only=True)
 class _Inputs:
+    """What the PATHs held: the traces (as ranks) and every printed table, with its path."""
+
     traces: ChromeTraceSet
     readings: tuple[tuple[str, ProfilerTableReading], ...]
 
@@ -275,15 +279,11 @@ def _print_summary(
     sources = table.sources
     if jobs:
         for number, job in enumerate(table.jobs(), start=1):
-            sizes = {s.world_size for s in job}
-            size = (
-                "unknown world size"
-                if sizes == {None}
-                else f"world size {max(s or 0 for s in sizes)}"
-            )
+            size = job[0].world_size  # one world size per job
+            shown = "unknown world size" if size is None else f"world size {size}"
             for source in job:
                 rank = "?" if source.rank is None else str(source.rank)
-                print(f"job {number} ({size}): rank {rank}  {source.path}")
+                print(f"job {number} ({shown}): rank {rank}  {source.path}")
     if sources:
         ranks = table.ranks
         line = f"{len(sources)} trace file{'s' if len(sources) != 1 else ''}"
