@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,6 +82,122 @@ def test_kernels_printed_table(shared_fixtures: Path, capsys: pytest.CaptureFixt
     assert main(["kernels", str(table), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["kernel_us"] == 1763.0
+
+
+_SECONDS_TABLE = """\
+-------------------------------  ------------  ------------  ------------  ------------
+                           Name     Self CPU     CPU total     Self CUDA    CUDA total
+-------------------------------  ------------  ------------  ------------  ------------
+                       aten::mm      20.000us        1.790s        1.740s        1.740s
+         ampere_sgemm_128x64_tn       0.000us       0.000us        1.740s        1.740s
+                       memset32       0.000us       0.000us       5.000us       5.000us
+-------------------------------  ------------  ------------  ------------  ------------
+Self CPU time total: 1.820s
+Self CUDA time total: 1.745s
+"""
+
+
+def test_kernels_unreconciled_table_is_not_a_clean_total(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "table.txt"
+    path.write_text("".join("# " + line for line in _SECONDS_TABLE.splitlines(keepends=True)))
+    assert main(["kernels", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "UNRECONCILED" in out
+    assert "4.995 ms of device time unaccounted" in out
+    assert "comment prefix '#'" in out
+    assert "NOT A CLEAN TOTAL" in out
+    assert main(["kernels", str(path), "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["reconciled"] is False
+    (reading,) = document["printed_tables"]
+    assert reading["unaccounted_device_us"] == 4995.0
+    assert reading["kernel_sum_us"] == 1_740_005.0
+    assert any("exceeds the counted rows" in note for note in reading["notes"])
+    assert document["memset_us"] == 5.0
+
+
+def test_kernels_reconciled_table_exits_0_and_says_so(
+    shared_fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (shared_fixtures / "profiler_tables" / "legacy_cuda_event_timing.txt").read_text()
+    path = tmp_path / "quoted.md"
+    path.write_text("".join("> " + line for line in text.splitlines(keepends=True)))
+    assert main(["kernels", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "counted rows add up to the footer (1.763 ms)" in out
+    assert "kernel 1.763 ms" in out
+
+
+def test_kernels_latin_1_table_gets_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(_SECONDS_TABLE.replace("ampere", "amp\u00e8re").encode("latin-1"))
+    assert main(["kernels", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "not UTF-8" in out
+    assert "Latin-1" in out
+    assert "\ufffd" not in out
+    assert "amp\u00e8re_sgemm_128x64_tn" in out
+
+
+def _rank_trace(path: Path, rank: int, world_size: int) -> Path:
+    event = {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": world_size}
+    document = {"distributedInfo": {"rank": rank, "world_size": world_size}, "traceEvents": [event]}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_kernels_refuses_traces_of_different_jobs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    two = _rank_trace(tmp_path / "two.json", 0, 2)
+    one = _rank_trace(tmp_path / "one.json", 0, 1)
+    assert main(["kernels", str(two), str(one)]) == 2
+    err = capsys.readouterr().err
+    assert str(two) in err
+    assert str(one) in err
+    assert "--allow-mixed-jobs" in err
+    assert main(["kernels", str(two), str(one), "--allow-mixed-jobs"]) == 0
+    out = capsys.readouterr().out
+    assert f"job 1 (world size 1): rank 0  {one}" in out
+    assert f"job 2 (world size 2): rank 0  {two}" in out
+    assert "kernel 0.003 ms" in out
+    assert main(["kernels", str(two), str(one), "--allow-mixed-jobs", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["jobs"] == [{"job": 1, "paths": [str(one)]}, {"job": 2, "paths": [str(two)]}]
+    assert [(s["path"], s["world_size"]) for s in document["sources"]] == [
+        (str(one), 1),
+        (str(two), 2),
+    ]
+
+
+def test_kernels_refuses_a_fifo_instead_of_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "FIFO"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "probewise.cli", "kernels", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr[-500:]
+    assert "named pipe (FIFO)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_kernels_deep_nesting_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"traceEvents": [' + "[" * 200_000 + "]" * 200_000 + "]}")
+    assert main(["kernels", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "too deeply" in err
+    assert err.count("\n") == 1
 
 
 def _lengths_file(tmp_path: Path) -> Path:

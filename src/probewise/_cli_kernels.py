@@ -15,13 +15,19 @@ import sys
 from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import final
+
+import attrs
 
 from probewise.errors import InvalidInputError, TraceFormatError
+from probewise.throughput._profiler_table import decode_table_bytes
 from probewise.throughput.kernels import KernelDiff, KernelTable
 from probewise.throughput.traces import (
     ChromeTraceSet,
+    ProfilerTableReading,
     read_chrome_traces,
     read_profiler_tables,
+    require_regular_file,
 )
 
 _PROGRESS_MIN_BYTES = 64 << 20  # show a progress bar only for inputs at least this big
@@ -51,6 +57,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--diff", metavar="OTHER", help="compare with OTHER (a trace, directory or table)"
     )
     parser.add_argument("--per-rank", action="store_true", help="one summary line per rank")
+    parser.add_argument(
+        "--allow-mixed-jobs",
+        action="store_true",
+        help=(
+            "sum traces that disagree on world size or repeat a rank (refused by default: "
+            "they come from different jobs); the output says which job each file came from"
+        ),
+    )
     parser.set_defaults(handler=_run)
 
 
@@ -60,56 +74,157 @@ def _run(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--top must be >= 0, got {top}")
     paths = [str(p) for p in args.paths]
     salvage = bool(args.salvage)
-    tables = _read(paths, salvage=salvage)
+    mixed = bool(args.allow_mixed_jobs)
+    inputs = _read(paths, salvage=salvage, allow_mixed_jobs=mixed)
+    tables = inputs.traces
     table = tables.merged
-    diff = (
-        None if args.diff is None else table.diff(_read([str(args.diff)], salvage=salvage).merged)
+    other = (
+        None
+        if args.diff is None
+        else _read([str(args.diff)], salvage=salvage, allow_mixed_jobs=mixed)
     )
+    diff = None if other is None else table.diff(other.traces.merged)
+    readings = (*inputs.readings, *(() if other is None else other.readings))
+    clean = all(reading.reconciled for _, reading in readings)
     if args.json:
         document: dict[str, object] = table.to_dict()
         if args.per_rank:
             document["per_rank"] = [t.to_dict() for t in tables.per_rank]
         if diff is not None:
             document["diff"] = diff.to_dict()
+        if readings:
+            document["printed_tables"] = [_reading_dict(path, r) for path, r in readings]
+            document["reconciled"] = clean
+        if mixed:
+            document["jobs"] = [
+                {"job": number, "paths": [source.path for source in job]}
+                for number, job in enumerate(table.jobs(), start=1)
+            ]
         print(json.dumps(document, indent=2, allow_nan=False))
-        return 0
-    _print_summary(table, tables, per_rank=bool(args.per_rank))
+        return 0 if clean else 1
+    _print_readings(readings)
+    _print_summary(table, tables, per_rank=bool(args.per_rank), jobs=mixed)
     if args.by_kind:
         _print_kinds(table)
     if diff is not None:
         _print_diff(diff, top)
     else:
         _print_rows(table, top)
-    return 0
+    if not clean:
+        print(
+            "NOT A CLEAN TOTAL: a printed table does not reconcile with its footer "
+            "(see UNRECONCILED above); exit status 1"
+        )
+    return 0 if clean else 1
 
 
-def _read(paths: Sequence[str], *, salvage: bool) -> ChromeTraceSet:
+@final
+@attrs.frozen(kw_only=True)
+class _Inputs:
+    """What the PATHs held: the traces (as ranks) and every printed table, with its path."""
+
+    traces: ChromeTraceSet
+    readings: tuple[tuple[str, ProfilerTableReading], ...]
+
+
+def _read(paths: Sequence[str], *, salvage: bool, allow_mixed_jobs: bool) -> _Inputs:
     """Traces and directories as ranks; printed tables (by content) as tables."""
     trace_paths: list[str] = []
-    table_texts: list[KernelTable] = []
+    readings: list[tuple[str, ProfilerTableReading]] = []
     for path in paths:
+        if not os.path.isdir(path):
+            require_regular_file(path)
         if not os.path.isdir(path) and _is_printed_table(path):
             try:
-                text = Path(path).read_text(encoding="utf-8", errors="replace")
+                data = Path(path).read_bytes()
             except OSError as error:
                 raise TraceFormatError(
                     f"cannot read the file: {error.strerror}", path=path
                 ) from None
-            table_texts.extend(reading.table for reading in read_profiler_tables(text))
+            text, note = decode_table_bytes(data)
+            try:
+                found = read_profiler_tables(text)
+            except TraceFormatError as error:
+                raise TraceFormatError(str(error), path=path, kind=error.kind) from None
+            readings.extend(
+                (
+                    path,
+                    reading
+                    if note is None
+                    else attrs.evolve(reading, notes=(note, *reading.notes)),
+                )
+                for reading in found
+            )
         else:
             trace_paths.append(path)
     merged = KernelTable.empty()
     per_rank: list[KernelTable] = []
     if trace_paths:
         with _progress(trace_paths) as callback:
-            traces = read_chrome_traces(trace_paths, salvage=salvage, progress=callback)
+            traces = read_chrome_traces(
+                trace_paths,
+                salvage=salvage,
+                progress=callback,
+                allow_mixed_jobs=allow_mixed_jobs,
+            )
         per_rank.extend(traces.per_rank)
         merged = traces.merged
-    for table in table_texts:
-        merged = merged + table
-    if not trace_paths and len(table_texts) == 1:
-        merged = table_texts[0]
-    return ChromeTraceSet(per_rank=tuple(per_rank), merged=merged)
+    for _, reading in readings:
+        merged = merged + reading.table
+    if not trace_paths and len(readings) == 1:
+        merged = readings[0][1].table
+    return _Inputs(
+        traces=ChromeTraceSet(per_rank=tuple(per_rank), merged=merged), readings=tuple(readings)
+    )
+
+
+def _unaccounted_us(reading: ProfilerTableReading) -> float | None:
+    """Footer minus the counted rows (negative when the rows exceed it); None without a footer."""
+    footer = reading.footer_self_device_us
+    if footer is None:
+        return None
+    return (round(footer * 1000) - round(reading.kernel_sum_us * 1000)) / 1000
+
+
+def _reading_dict(path: str, reading: ProfilerTableReading) -> dict[str, object]:
+    return {
+        "path": path,
+        "offset": reading.offset,
+        "device": reading.device,
+        "reconciled": reading.reconciled,
+        "legacy": reading.legacy,
+        "kernel_sum_us": reading.kernel_sum_us,
+        "footer_self_device_us": reading.footer_self_device_us,
+        "unaccounted_device_us": _unaccounted_us(reading),
+        "tolerance_us": reading.tolerance_us,
+        "notes": list(reading.notes),
+    }
+
+
+def _print_readings(readings: Sequence[tuple[str, ProfilerTableReading]]) -> None:
+    for path, reading in readings:
+        where = f"{path} (table at character {reading.offset}, {reading.device})"
+        footer = reading.footer_self_device_us
+        unaccounted = _unaccounted_us(reading)
+        if reading.reconciled:
+            print(f"table {where}: counted rows add up to the footer ({_ms(footer or 0.0)} ms)")
+        elif footer is None or unaccounted is None:
+            print(
+                f"UNRECONCILED table {where}: no 'Self {reading.device} time total' footer, "
+                f"so the counted {_ms(reading.kernel_sum_us)} ms cannot be checked"
+            )
+        elif unaccounted > 0:
+            print(
+                f"UNRECONCILED table {where}: {_ms(unaccounted)} ms of device time unaccounted "
+                f"(footer {_ms(footer)} ms, counted rows {_ms(reading.kernel_sum_us)} ms)"
+            )
+        else:
+            print(
+                f"UNRECONCILED table {where}: the counted rows ({_ms(reading.kernel_sum_us)} ms) "
+                f"exceed the footer ({_ms(footer)} ms) by {_ms(-unaccounted)} ms"
+            )
+        for note in reading.notes:
+            print(f"  note: {note}")
 
 
 def _is_printed_table(path: str) -> bool:
@@ -158,8 +273,17 @@ def _ms(us: float) -> str:
     return f"{us / 1000:,.3f}"
 
 
-def _print_summary(table: KernelTable, tables: ChromeTraceSet, *, per_rank: bool) -> None:
+def _print_summary(
+    table: KernelTable, tables: ChromeTraceSet, *, per_rank: bool, jobs: bool = False
+) -> None:
     sources = table.sources
+    if jobs:
+        for number, job in enumerate(table.jobs(), start=1):
+            size = job[0].world_size  # one world size per job
+            shown = "unknown world size" if size is None else f"world size {size}"
+            for source in job:
+                rank = "?" if source.rank is None else str(source.rank)
+                print(f"job {number} ({shown}): rank {rank}  {source.path}")
     if sources:
         ranks = table.ranks
         line = f"{len(sources)} trace file{'s' if len(sources) != 1 else ''}"
@@ -171,6 +295,9 @@ def _print_summary(table: KernelTable, tables: ChromeTraceSet, *, per_rank: bool
         missing = table.missing_ranks
         if missing:
             print(f"missing ranks: {_ranges(missing)} ({len(missing)} not read)")
+        for source in sources:
+            for note in source.notes:
+                print(f"note ({source.path}): {note}")
         for source in table.damaged:
             damage = source.damage
             assert damage is not None

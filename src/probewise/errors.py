@@ -17,6 +17,7 @@ __all__ = [
     "InvalidInputError",
     "LengthInputError",
     "MissingExtraError",
+    "MixedJobsError",
     "ProbewiseError",
     "RubricError",
     "SealedError",
@@ -159,3 +160,16 @@ class MissingExtraError(ProbewiseError, ImportError):
 class CalibrationError(ProbewiseError, ValueError):
     """A :class:`~probewise.Calibration` cannot correct a rate: it lacks labelled rows of a
     class, or the rubric it measured is not distinguishable from chance on it."""
+
+
+class MixedJobsError(InvalidInputError):
+    """Trace files that cannot be ranks of one job were given together.
+
+    Raised when the files disagree on ``distributedInfo.world_size`` or two of them
+    claim the same rank; ``paths`` names the files in conflict. Pass
+    ``allow_mixed_jobs=True`` (``--allow-mixed-jobs``) to sum them anyway.
+    """
+
+    def __init__(self, message: str, *, paths: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.paths = paths

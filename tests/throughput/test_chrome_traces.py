@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -12,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probewise.errors import DamageKind, TraceFormatError
+from probewise.errors import DamageKind, MixedJobsError, TraceFormatError
 from probewise.throughput.kernels import ExclusionReason, KernelKind, KernelTable
 from probewise.throughput.traces import read_chrome_trace, read_chrome_traces
 
@@ -541,3 +544,176 @@ def test_steps_with_kernels_but_no_launch_events(tmp_path: Path) -> None:
     table = read_chrome_trace(path)
     assert table.kernel_us == 5.0
     assert [(s.step, s.kernel_us, s.device_events) for s in table.steps] == [(1, 0.0, 0)]
+
+
+# ----------------------------------------------------------- issue 19: hostile traces
+
+DEEP = 200_000
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        '{"traceEvents": [%s]}',  # an event that is an array nested 200,000 deep
+        '{"meta": %s, "traceEvents": []}',  # a metadata value
+        '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1, "args": %s}]}',
+        "%s",  # a top-level array
+    ],
+)
+def test_deep_nesting_is_a_trace_format_error_not_a_recursion_error(
+    tmp_path: Path, shape: str
+) -> None:
+    path = write(tmp_path, (shape % _deep(DEEP)).encode(), "deep.json")
+    with pytest.raises(TraceFormatError) as raised:
+        read_chrome_trace(path)
+    assert raised.value.kind is DamageKind.MALFORMED
+    assert "too deeply" in str(raised.value)
+    salvaged = read_chrome_trace(path, salvage=True)
+    assert salvaged.sources[0].damage is not None
+    assert salvaged.kernel_us == 0
+
+
+def test_salvage_keeps_the_events_before_a_deep_one(tmp_path: Path) -> None:
+    good = [event(cat="kernel", name="k", ts=float(i), dur=2) for i in range(10)]
+    body = ",".join(json.dumps(e) for e in good)
+    text = '{"traceEvents": [' + body + ', {"args": ' + _deep(DEEP) + "}]}"
+    path = write(tmp_path, text.encode(), "deep.json")
+    with pytest.raises(TraceFormatError) as raised:
+        read_chrome_trace(path)
+    assert raised.value.offset == len('{"traceEvents": [' + body + ", ")
+    salvaged = read_chrome_trace(path, salvage=True)
+    damage = salvaged.sources[0].damage
+    assert damage is not None
+    assert damage.events_kept == 10
+    assert salvaged.kernel_us == 20
+
+
+def test_two_trace_events_keys_follow_the_last_wins_rule(tmp_path: Path) -> None:
+    first = [event(cat="kernel", name="a", dur=5)]
+    last = [event(cat="kernel", name="b", dur=7), event(cat="kernel", name="b", ts=2.0, dur=1)]
+    text = f'{{"traceEvents": {json.dumps(first)}, "x": 1, "traceEvents": {json.dumps(last)}}}'
+    assert json.loads(text)["traceEvents"] == last  # what JSON itself says
+    table = read_chrome_trace(write(tmp_path, text.encode(), "twice.json"))
+    assert table.kernel_us == 8
+    assert [row.name for row in table.rows] == ["b"]
+    assert table.sources[0].events == 2
+    (note,) = table.sources[0].notes
+    assert "last one wins" in note
+    assert "1 events" in note
+    assert KernelTable.from_json(table.to_json()) == table
+
+
+def test_identical_duplicated_kernel_events_are_noted_and_summed(tmp_path: Path) -> None:
+    kernel = event(cat="kernel", name="k", ts=5.0, dur=3, args={"correlation": 9})
+    other = event(cat="kernel", name="k", ts=6.0, dur=3, args={"correlation": 10})
+    text = json.dumps({"traceEvents": [kernel, other, kernel, kernel]})
+    table = read_chrome_trace(write(tmp_path, text.encode(), "dup.json"))
+    assert table.kernel_us == 12  # summed as found: the decision is documented
+    (note,) = table.sources[0].notes
+    assert note.startswith("2 kernel/copy/fill events are exact duplicates")
+    clean = read_chrome_trace(
+        write(tmp_path, json.dumps({"traceEvents": [kernel, other]}).encode())
+    )
+    assert clean.sources[0].notes == ()
+
+
+@pytest.mark.fixtures
+def test_no_fixture_has_duplicate_events_or_notes(traces: Path) -> None:
+    for name, *_ in TOTALS:
+        assert read_chrome_trace(traces / name).sources[0].notes == (), name
+
+
+def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    code = (
+        "import sys\n"
+        "from probewise.errors import TraceFormatError\n"
+        "from probewise.throughput.traces import read_chrome_trace\n"
+        "try:\n"
+        "    read_chrome_trace(sys.argv[1])\n"
+        "except TraceFormatError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "named pipe (FIFO)" in done.stdout, done.stderr[-500:]
+
+
+def _ranked(tmp_path: Path, name: str, rank: int, world_size: int) -> Path:
+    document = {
+        "distributedInfo": {"rank": rank, "world_size": world_size},
+        "traceEvents": [event(cat="kernel", name="k", dur=world_size)],
+    }
+    return write(tmp_path, json.dumps(document).encode(), name)
+
+
+def test_traces_of_different_jobs_are_refused_unless_allowed(tmp_path: Path) -> None:
+    two = _ranked(tmp_path, "two.json", 0, 2)
+    one = _ranked(tmp_path, "one.json", 0, 1)
+    with pytest.raises(MixedJobsError) as raised:
+        read_chrome_traces([two, one])
+    assert set(raised.value.paths) == {str(two), str(one)}
+    assert "world size" in str(raised.value)
+    assert "rank 0" in str(raised.value)
+    mixed = read_chrome_traces([two, one], allow_mixed_jobs=True)
+    assert mixed.merged.kernel_us == 3
+    assert [(s.path, s.rank, s.world_size) for s in mixed.merged.sources] == [
+        (str(one), 0, 1),
+        (str(two), 0, 2),
+    ]
+    assert [[s.path for s in job] for job in mixed.merged.jobs()] == [[str(one)], [str(two)]]
+
+
+def test_a_repeated_rank_is_refused_and_one_job_is_not(tmp_path: Path) -> None:
+    a = _ranked(tmp_path, "a.json", 1, 4)
+    b = _ranked(tmp_path, "b.json", 1, 4)
+    c = _ranked(tmp_path, "c.json", 2, 4)
+    with pytest.raises(MixedJobsError, match="rank 1 in"):
+        read_chrome_traces([a, b, c])
+    one_job = read_chrome_traces([a, c])
+    assert len(one_job.merged.jobs()) == 1
+    two_jobs = read_chrome_traces([a, b, c], allow_mixed_jobs=True).merged.jobs()
+    assert [[s.path for s in job] for job in two_jobs] == [[str(a), str(c)], [str(b)]]
+
+
+def test_an_implausible_world_size_does_not_set_the_memory(tmp_path: Path) -> None:
+    document = {
+        "distributedInfo": {"rank": 0, "world_size": 10**15},
+        "traceEvents": [event(cat="kernel", name="k", dur=2)],
+    }
+    path = write(tmp_path, json.dumps(document).encode(), "huge.json")
+    tracemalloc.start()
+    table = read_chrome_trace(path)
+    missing = table.missing_ranks
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert table.world_size is None
+    assert missing == ()
+    assert peak < 64 << 20
+    assert "not plausible" in table.sources[0].notes[0]
+
+
+@pytest.mark.parametrize("correlation", ["9" * 5000, "99999999999999999999", "-5", "1e400", '"12"'])
+def test_huge_or_odd_numbers_in_steps_and_correlations_are_not_fatal(
+    tmp_path: Path, correlation: str
+) -> None:
+    step = json.dumps(event(cat="cpu_op", name="ProfilerStep#1", ts=0.0, dur=10))
+    long_step = json.dumps(event(cat="cpu_op", name="ProfilerStep#" + "9" * 5000, dur=10))
+    launch = event(cat="cuda_runtime", name="cudaLaunchKernel", dur=1)
+    kernel = event(cat="kernel", name="k", dur=2)
+    launch_text = json.dumps(launch)[:-1] + f', "args": {{"correlation": {correlation}}}}}'
+    kernel_text = json.dumps(kernel)[:-1] + f', "args": {{"correlation": {correlation}}}}}'
+    text = '{"traceEvents": [' + ",".join([step, long_step, launch_text, kernel_text]) + "]}"
+    table = read_chrome_trace(write(tmp_path, text.encode()))
+    assert table.kernel_us == 2
+    assert [s.step for s in table.steps] == [1]

@@ -16,6 +16,7 @@ from probewise.throughput._profiler_table import (
     LabelledRow,
     ProfilerTableReading,
     RowLabel,
+    decode_table_bytes,
     read_profiler_table,
     read_profiler_tables,
 )
@@ -1048,3 +1049,101 @@ SYNTHETIC = render(
 @given(data=st.data())
 def test_mutated_synthetic_tables_read_or_raise_trace_format_error(data: st.DataObject) -> None:
     read_or_reject(data.draw(mutations(SYNTHETIC)))
+
+
+# ------------------------------------------------------- issue 18: pasted tables, units
+
+
+def _prefixed(text: str, prefix: str) -> str:
+    return "".join(prefix + line for line in text.splitlines(keepends=True))
+
+
+def _same_reading(a: ProfilerTableReading, b: ProfilerTableReading) -> None:
+    assert a.table == b.table
+    assert a.rows == b.rows
+    assert (a.reconciled, a.hidden_device_us, a.footer_self_device_us, a.legacy) == (
+        b.reconciled,
+        b.hidden_device_us,
+        b.footer_self_device_us,
+        b.legacy,
+    )
+
+
+@pytest.mark.parametrize("prefix", ["# ", "#    ", "// ", "> ", "  # ", "#", ">"])
+@pytest.mark.parametrize(
+    "name", ["legacy_cuda_event_timing.txt", "tutorial_partial_cuda_and_xpu.txt"]
+)
+def test_tables_pasted_with_a_comment_prefix(shared_fixtures: Path, prefix: str, name: str) -> None:
+    text = fixture_text(shared_fixtures, name)
+    plain = read_profiler_tables(text)
+    pasted = read_profiler_tables("some prose before\n" + _prefixed(text, prefix) + "after\n")
+    assert len(pasted) == len(plain)
+    for a, b in zip(pasted, plain, strict=True):
+        _same_reading(a, b)
+        assert any(repr(prefix.strip()) in note for note in a.notes), a.notes
+
+
+def test_a_line_without_the_prefix_ends_the_table_and_says_so() -> None:
+    rows = [kernel("ampere_sgemm_64x64_nn", 1_000), kernel("elementwise_kernel", 500)]
+    text = render(MODERN, rows, footer=["Self CUDA time total: 1.500ms"])
+    lines = _prefixed(text, "# ").splitlines(keepends=True)
+    lines[4] = lines[4][2:]  # the second row lost its '# '
+    reading = read_profiler_table("".join(lines))
+    assert reading.table.kernel_us == 1_000
+    assert not reading.reconciled
+    assert any("does not carry the comment prefix '#'" in note for note in reading.notes)
+
+
+def test_every_unit_torch_or_a_user_prints() -> None:
+    rows = [
+        kernel("ampere_sgemm_64x64_nn", 1_740_000),  # printed 1.740s
+        kernel("flash_fwd_kernel", 12_000),  # 12.000ms
+        kernel("elementwise_kernel", 5),  # 5.000us
+        [
+            "triton_poi_fused_0",
+            "0.00%",
+            "0ns",
+            "0.00%",
+            "0ns",
+            "0ns",
+            "700ns",
+            "0.00%",
+            "700ns",
+            "700ns",
+            1,
+        ],
+    ]
+    text = render(MODERN, rows, footer=["Self CUDA time total: 1.752s"])
+    assert "1.740s" in text
+    assert "12.000ms" in text
+    assert "700ns" in text
+    reading = read_profiler_table(text)
+    assert reading.table.kernel_us == 1_740_000 + 12_000 + 5 + 0.7
+    assert reading.reconciled
+
+
+def test_memset_and_memcpy_rows_go_to_their_kinds() -> None:
+    rows = [
+        kernel("ampere_sgemm_64x64_nn", 100),
+        kernel("memset32", 3),
+        kernel("memcpy32_post", 2),
+        kernel("Memset (Device)", 1),
+    ]
+    reading = read_profiler_table(render(MODERN, rows, footer=["Self CUDA time total: 106.000us"]))
+    assert reading.table.kernel_us == 100
+    assert reading.table.memset_us == 4
+    assert reading.table.memcpy_us == 2
+    assert reading.reconciled
+    assert by_name(reading)["memset32"].reason.startswith("Memcpy/Memset")
+
+
+def test_latin_1_text_is_decoded_with_a_note_not_replacement_characters() -> None:
+    rows = [kernel("caf\u00e9_kernel", 10)]
+    text = render(MODERN, rows, footer=["Self CUDA time total: 10.000us"])
+    decoded, note = decode_table_bytes(text.encode("latin-1"))
+    assert "\ufffd" not in decoded
+    assert note is not None
+    assert "not UTF-8" in note
+    assert "Latin-1" in note
+    assert read_profiler_table(decoded).rows[0].name == "caf\u00e9_kernel"
+    assert decode_table_bytes(text.encode("utf-8")) == (text, None)

@@ -155,7 +155,10 @@ def kernels(path: str) -> None:
     assert_type(KernelTable.from_json(table.to_json()), KernelTable)
     assert_type(KernelTable.from_profiler_table("text"), KernelTable)
     assert_type(KernelTable.from_key_averages([]), KernelTable)
-    ranks = read_chrome_traces([path, path], workers=1)
+    assert_type(table.jobs(), tuple[tuple[TraceSource, ...], ...])
+    assert_type(table.sources[0].notes, tuple[str, ...])
+    assert_type(KernelTable.from_chrome_trace([path, path], allow_mixed_jobs=True), KernelTable)
+    ranks = read_chrome_traces([path, path], workers=1, allow_mixed_jobs=False)
     assert_type(ranks, ChromeTraceSet)
     assert_type(ranks.per_rank, tuple[KernelTable, ...])
     row = table.rows[0]
@@ -170,6 +173,8 @@ def kernels(path: str) -> None:
             | KernelKind.REDUCTION
             | KernelKind.NORMALIZATION
             | KernelKind.COMMUNICATION
+            | KernelKind.CONVOLUTION
+            | KernelKind.EMBEDDING
             | KernelKind.OTHER
         ):
             pass

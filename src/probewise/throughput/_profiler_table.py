@@ -398,7 +398,10 @@ def read_profiler_tables(text: str) -> tuple[ProfilerTableReading, ...]:
     a table cannot be read (see the module docstring).
     """
     lines = _split_lines(text)
-    frames = _find_frames(lines)
+    frames = sorted(
+        (frame for prefix, view in _views(lines) for frame in _find_frames(view, prefix)),
+        key=lambda frame: frame.offset,
+    )
     if not frames:
         raise TraceFormatError(
             "no printed key_averages() table found: expected a header line framed by "
@@ -407,6 +410,24 @@ def read_profiler_tables(text: str) -> tuple[ProfilerTableReading, ...]:
             kind=DamageKind.NOT_A_TABLE,
         )
     return tuple(_read_frame(frame) for frame in frames)
+
+
+def decode_table_bytes(data: bytes) -> tuple[str, str | None]:
+    """The text of a printed table file, and a note when it was not UTF-8.
+
+    UTF-8 (with or without a byte-order mark) is read as such. Anything else is
+    decoded as Latin-1, which maps every byte to one character, so names keep their
+    bytes instead of turning into U+FFFD and the columns stay aligned; the note says
+    so and names the first byte that is not UTF-8.
+    """
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as error:
+        return data.decode("latin-1"), (
+            f"the file is not UTF-8 (byte {error.start} is 0x{data[error.start]:02x}): "
+            "decoded as Latin-1 (ISO-8859-1), so a name with non-ASCII characters may "
+            "read differently from how it was printed"
+        )
 
 
 def read_profiler_table(text: str) -> ProfilerTableReading:
@@ -434,6 +455,7 @@ def read_profiler_table(text: str) -> ProfilerTableReading:
 class _Line:
     text: str
     offset: int
+    cut: bool = False  # blanked: the line does not carry its view's comment prefix
 
     @property
     def blank(self) -> bool:
@@ -461,6 +483,35 @@ def _split_lines(text: str) -> list[_Line]:
 
 def _is_separator(line: _Line) -> bool:
     return _SEPARATOR.fullmatch(line.text) is not None
+
+
+_COMMENTED_SEPARATOR: Final = re.compile(r"([ \t]*(?:#|//|>))[ \t]*-{3,}(?:[ \t]+-{3,})+[ \t]*")
+
+
+def _views(lines: Sequence[_Line]) -> list[tuple[str, list[_Line]]]:
+    """The text as printed, plus one view per comment prefix a separator line carries.
+
+    A table pasted into a Python comment, a C++ comment or a Markdown quote has the
+    same prefix (``#``, ``//``, ``>``, with any indentation before it) on every line.
+    In the view for a prefix, lines that start with it lose it (and nothing else, so
+    the columns stay aligned) and every other line becomes blank and ``cut``, so a
+    table can never run across a line without the prefix.
+    """
+    prefixes = dict.fromkeys(
+        match.group(1)
+        for match in map(_COMMENTED_SEPARATOR.fullmatch, (line.text for line in lines))
+        if match is not None
+    )
+    views: list[tuple[str, list[_Line]]] = [("", list(lines))]
+    for prefix in prefixes:
+        view = [
+            _Line(line.text[len(prefix) :], line.offset + len(prefix))
+            if line.text.startswith(prefix)
+            else _Line("", line.offset, cut=True)
+            for line in lines
+        ]
+        views.append((prefix, view))
+    return views
 
 
 def _spans(separator: _Line) -> tuple[tuple[int, int], ...]:
@@ -517,12 +568,17 @@ def _starts_frame(lines: Sequence[_Line], at: int) -> bool:
     )
 
 
-def _find_frames(lines: Sequence[_Line]) -> list[_Frame]:
+def _find_frames(lines: Sequence[_Line], prefix: str = "") -> list[_Frame]:
     frames: list[_Frame] = []
     count = len(lines)
     i = 0
     while i < count:
         notes: list[str] = []
+        if prefix:
+            notes.append(
+                f"the table was pasted with the comment prefix {prefix.strip()!r} on every "
+                "line; read with it stripped"
+            )
         line = lines[i]
         if _starts_frame(lines, i):
             top: _Line | None = line
@@ -553,6 +609,12 @@ def _find_frames(lines: Sequence[_Line]) -> list[_Frame]:
         while j < count:
             current = lines[j]
             if _is_separator(current) or _FOOTER.fullmatch(current.text) is not None:
+                break
+            if current.cut:
+                notes.append(
+                    f"the table stops at character {current.offset}: that line does not "
+                    f"carry the comment prefix {prefix.strip()!r} of the lines above it"
+                )
                 break
             if current.blank and not stack:
                 break
@@ -860,7 +922,7 @@ def _row_time(
 _RUNTIME: Final = re.compile(
     r"(?:cuda|cu|hip|hsa|mtia|xpu|ze|ur|cudnn|cublas|cublasLt|cupti|nvtx|sycl)[A-Z]\w*", re.ASCII
 )
-_MEMORY_OP: Final = re.compile(r"Mem(?:cpy|set)\b", re.IGNORECASE)
+_MEMORY_OP: Final = re.compile(r"Mem(?:cpy|set)", re.IGNORECASE)
 _ANNOTATION: Final = re.compile(
     r"ProfilerStep[#*]|Optimizer\.|enumerate\(DataLoader\)|nn\.Module: "
     r"|autograd::engine::evaluate_function: |<built-in |\S+\.py\(\d+\): "

@@ -110,34 +110,54 @@ class KernelKind(enum.Enum):
 
     The patterns, tried in this order on the kernel's own identifier (the name with
     ``void``, template arguments and the parameter list stripped), then on the whole
-    name; matching ignores case:
+    name; matching ignores case. The identifier decides first, so
+    ``vectorized_elementwise_kernel<4, fbgemm_gpu::...>`` is elementwise work that
+    fbgemm launched, not an embedding kernel:
 
     ``MEMCPY``
-        a name that starts with ``Memcpy`` (Kineto's ``Memcpy HtoD (Pageable -> Device)``)
+        a name that starts with ``Memcpy`` (Kineto's ``Memcpy HtoD (Pageable -> Device)``,
+        a printed table's ``memcpy32``)
     ``MEMSET``
-        a name that starts with ``Memset``
+        a name that starts with ``Memset`` (``Memset (Device)``, ``memset32``)
     ``COMMUNICATION``
         ``nccl``, ``rccl``, ``all_reduce``/``allreduce``, ``all_gather``/``allgather``,
         ``reduce_scatter``/``reducescatter``, ``all_to_all``/``alltoall``, ``sendrecv``
     ``ATTENTION``
         ``flash``, ``fmha``, ``attention``, ``attn``, ``sdpa``, ``mha``
+    ``EMBEDDING``
+        ``embedding`` (fbgemm's ``split_embedding_*`` table-batched kernels), ``fbgemm``,
+        ``embs`` as a word (``permute_pooled_embs``), fbgemm's ``bounds_check_indices``
+        and ``linearize_index``: embedding lookups and their bookkeeping, which are not
+        GEMMs even though ``fbgemm`` contains the letters
+    ``NORMALIZATION``
+        ``layer_norm``/``layernorm``, ``rms_norm``/``rmsnorm``, ``batch_norm``/``batchnorm``,
+        ``group_norm``, ``instance_norm``, cuDNN ``bn_fw``/``bn_bw``, ATen's layer-norm
+        backward ``GammaBetaBackward`` and ``RowwiseMoments``
+    ``CONVOLUTION``
+        ``conv`` (``implicit_convolve_sgemm``, CUTLASS ``ImplicitGemmConvolution``),
+        ``winograd``, ``implicit_gemm`` (cuDNN's ``sm80_xmma_fprop_implicit_gemm_*``),
+        ``fprop``/``dgrad``/``wgrad`` as a word (``cutlass_tensorop_s1688dgrad_*``,
+        ``wgrad_alg0_engine``), ``scudnn`` (cuDNN's ``volta_scudnn_128x64_relu_*``: the
+        ``relu`` is a fused epilogue, not the kernel's work), ``cudnn::cnn``,
+        ``cask_cudnn`` and ``cutlass_cudnn`` (cuDNN's convolution helpers and CUTLASS
+        kernels), cuDNN's FFT convolution ``fft2d_r2c``/``fft2d_c2r``, and ``im2col``
+        (the lowering of a convolution to a GEMM). Convolutions run as implicit GEMMs,
+        but a table that lumps them with matmuls hides which layer type costs the time
     ``GEMM``
         ``gemm`` (also ``sgemm``, ``hgemm``, ``gemv``, ``xmma``, ``wgmma``), ``cublas``,
         ``cutlass``, ``matmul``, ``bmm``/``addmm``/``mm`` as a word, ROCm Tensile
-        ``Cijk_``, Triton ``triton_mm``/``triton_tem``; convolutions (``conv``,
-        ``winograd``, ``implicit_gemm``) count as GEMM: they run as implicit GEMMs
-    ``NORMALIZATION``
-        ``layer_norm``/``layernorm``, ``rms_norm``/``rmsnorm``, ``batch_norm``/``batchnorm``,
-        ``group_norm``, ``instance_norm``, cuDNN ``bn_fw``/``bn_bw``
+        ``Cijk_``, Triton ``triton_mm``/``triton_tem``, cuBLAS's ``splitKreduce``
     ``REDUCTION``
-        ``reduce``, ``reduction``, ``softmax``, ``cross_entropy``, ``nll_loss``, ``argmax``/
-        ``argmin``, ``topk``, ``cumsum``/``scan``, ``pool``, ``welford``, ``norm``,
-        Triton ``triton_red``/``triton_per``
+        ``reduce``, ``reduction``, ``softmax``, ``cross_entropy``, ``nll_loss``,
+        ``ClassNLLCriterion``, ``argmax``/``argmin``, ``topk``, ``cumsum``/``scan``,
+        ``pool``, ``welford``, ``norm``, Triton ``triton_red``/``triton_per``
     ``ELEMENTWISE``
         ``elementwise``, ``vectorized``, ``pointwise``, Triton ``triton_poi``, ``copy``,
-        ``fill``, ``cat``, ``index``, ``gather``, ``scatter``, ``im2col``, ``transpose``,
-        ``permute``, layout changes (``nchw``/``nhwc``), ``where``, activation names (``relu``, ``gelu``, ``silu``, ``sigmoid``, ``tanh``),
-        ``dropout``, ``add``/``mul``/``div``/``pow`` as ATen words
+        ``fill``, ``cat``, ``index``, ``gather``, ``scatter``, ``transpose``,
+        ``permute``, layout changes (``nchw``/``nhwc``), ``where``, activation names
+        (``relu``, ``gelu``, ``silu``, ``sigmoid``, ``tanh``), ``dropout``,
+        ``multi_tensor_apply`` (foreach optimizer steps), ``add``/``mul``/``div``/``pow``
+        as ATen words
     ``OTHER``
         none of the above
     """
@@ -148,6 +168,8 @@ class KernelKind(enum.Enum):
     REDUCTION = "reduction"
     NORMALIZATION = "normalization"
     COMMUNICATION = "communication"
+    CONVOLUTION = "convolution"
+    EMBEDDING = "embedding"
     MEMCPY = "memcpy"
     MEMSET = "memset"
     OTHER = "other"
@@ -174,32 +196,42 @@ class KernelKind(enum.Enum):
 _KIND_PATTERNS: Final[tuple[tuple[KernelKind, regex.Pattern[str]], ...]] = tuple(
     (kind, regex.compile(pattern, regex.IGNORECASE))
     for kind, pattern in (
-        (KernelKind.MEMCPY, r"^memcpy\b"),
-        (KernelKind.MEMSET, r"^memset\b"),
+        (KernelKind.MEMCPY, r"^memcpy"),
+        (KernelKind.MEMSET, r"^memset"),
         (
             KernelKind.COMMUNICATION,
             r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv",
         ),
         (KernelKind.ATTENTION, r"flash|fmha|attention|attn|sdpa|(?<![a-z])mha"),
         (
-            KernelKind.GEMM,
-            r"gem[mv]|xmma|cublas|cutlass|matmul|(?<![a-z])(?:b|add|addb)?mm(?![a-z])|cijk_"
-            r"|triton_(?:mm|tem)|conv|winograd",
+            KernelKind.EMBEDDING,
+            r"embedding|fbgemm|(?<![a-z])embs(?![a-z])|bounds_check_indices|linearize_index",
         ),
         (
             KernelKind.NORMALIZATION,
-            r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|(?<![a-z])bn_[bf]w",
+            r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|(?<![a-z])bn_[bf]w"
+            r"|gammabetabackward|rowwisemoments",
+        ),
+        (
+            KernelKind.CONVOLUTION,
+            r"conv|winograd|implicit_gemm|(?<![a-z])(?:[0-9]*fprop|[0-9]*[dw]grad)|scudnn"
+            r"|cudnn::cnn|cask_cudnn|cutlass_cudnn|fft2d_(?:r2c|c2r)|im2col",
+        ),
+        (
+            KernelKind.GEMM,
+            r"gem[mv]|xmma|cublas|cutlass|matmul|(?<![a-z])(?:b|add|addb)?mm(?![a-z])|cijk_"
+            r"|triton_(?:mm|tem)|splitkreduce",
         ),
         (
             KernelKind.REDUCTION,
-            r"reduc|softmax|cross_?entropy|nll_?loss|arg_?(?:max|min)|topk|cumsum|scan"
-            r"|pool|welford|norm|triton_(?:red|per)",
+            r"reduc|softmax|cross_?entropy|nll_?loss|classnllcriterion|arg_?(?:max|min)|topk"
+            r"|cumsum|scan|pool|welford|norm|triton_(?:red|per)",
         ),
         (
             KernelKind.ELEMENTWISE,
             r"elementwise|vectorized|pointwise|triton_poi|copy|fill|(?<![a-z])cat|index"
-            r"|gather|scatter|im2col|transpose|permute|nchw|nhwc|where|relu|gelu|silu|sigmoid|tanh"
-            r"|dropout"
+            r"|gather|scatter|transpose|permute|nchw|nhwc|where|relu|gelu|silu|sigmoid|tanh"
+            r"|dropout|multi_tensor_apply"
             r"|(?<![a-z])(?:add|mul|div|pow|sub|neg|exp|sqrt|rsqrt)(?![a-z])",
         ),
     )
@@ -342,6 +374,16 @@ class Damage:
         }
 
 
+def _notes(value: object) -> tuple[str, ...]:
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"notes must be a tuple of str, got {type(value).__name__}")
+    out = tuple(cast("tuple[object, ...] | list[object]", value))
+    for item in out:
+        if not isinstance(item, str):
+            raise TypeError(f"notes must be str, got {type(item).__name__}")
+    return cast("tuple[str, ...]", out)
+
+
 def _names(value: object) -> tuple[str, ...]:
     if not isinstance(value, tuple | list):
         raise TypeError(f"devices must be a tuple of str, got {type(value).__name__}")
@@ -362,7 +404,8 @@ class TraceSource:
     ``display_time_unit`` and ``base_time_ns`` are Kineto's ``displayTimeUnit`` and
     ``baseTimeNanoseconds``, read wherever they sit in the file (Kineto writes them
     after ``traceEvents``). They never change how ``ts``/``dur`` are read: those are
-    microseconds in every trace.
+    microseconds in every trace. ``notes`` says what a reader should know about the
+    file (a second ``traceEvents`` key, duplicated device events).
     """
 
     path: str = attrs.field(validator=attrs.validators.instance_of(str))
@@ -377,6 +420,7 @@ class TraceSource:
     damage: Damage | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Damage))
     )
+    notes: tuple[str, ...] = attrs.field(default=(), converter=_notes)
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
@@ -389,6 +433,7 @@ class TraceSource:
             "display_time_unit": self.display_time_unit,
             "base_time_ns": self.base_time_ns,
             "damage": None if self.damage is None else self.damage.to_dict(),
+            "notes": list(self.notes),
         }
 
 
@@ -552,6 +597,8 @@ class KernelTable:
                     | KernelKind.REDUCTION
                     | KernelKind.NORMALIZATION
                     | KernelKind.COMMUNICATION
+                    | KernelKind.CONVOLUTION
+                    | KernelKind.EMBEDDING
                     | KernelKind.OTHER
                 ):
                     totals["kernel"] += _ns(row.device_us)
@@ -591,6 +638,7 @@ class KernelTable:
         *,
         salvage: bool = False,
         progress: ProgressCallback | None = None,
+        allow_mixed_jobs: bool = False,
     ) -> KernelTable:
         """Read a Kineto / legacy Chrome trace (``.json`` or gzip, by content).
 
@@ -598,11 +646,15 @@ class KernelTable:
         merged table is returned (see :func:`probewise.throughput.traces.read_chrome_traces`
         for the per-rank tables). Raises :class:`~probewise.TraceFormatError` on damaged
         input unless ``salvage`` is true, in which case the table holds every complete
-        event before the damage and ``sources[i].damage`` says what was lost.
+        event before the damage and ``sources[i].damage`` says what was lost. Files
+        of different jobs raise :class:`~probewise.MixedJobsError` unless
+        ``allow_mixed_jobs`` is true (then :meth:`jobs` tells them apart).
         """
         from probewise.throughput.traces import read_chrome_traces
 
-        return read_chrome_traces(path, salvage=salvage, progress=progress).merged
+        return read_chrome_traces(
+            path, salvage=salvage, progress=progress, allow_mixed_jobs=allow_mixed_jobs
+        ).merged
 
     @classmethod
     def from_key_averages(cls, events: Iterable[object]) -> KernelTable:
@@ -653,9 +705,33 @@ class KernelTable:
         """The rows counted in ``kernel_us`` (everything but MEMCPY and MEMSET)."""
         return tuple(row for row in self.rows if not row.kind.is_transfer)
 
+    def jobs(self) -> tuple[tuple[TraceSource, ...], ...]:
+        """The sources grouped by the job they came from, as far as their metadata tells.
+
+        Sources with different ``world_size`` are different jobs; within one world size,
+        a rank seen again starts another job (the first source of each rank goes to the
+        first job, the second to the second, and so on, in source order). Sources
+        without a rank join the first job of their world size. A table read from the
+        ranks of one job has a single job (none when it has no sources).
+        """
+        groups: dict[int | None, list[list[TraceSource]]] = {}
+        for source in self.sources:
+            jobs = groups.setdefault(source.world_size, [])
+            for job in jobs:
+                if source.rank is None or all(other.rank != source.rank for other in job):
+                    job.append(source)
+                    break
+            else:
+                jobs.append([source])
+        order = sorted(groups, key=lambda size: -1 if size is None else size)
+        return tuple(tuple(job) for size in order for job in groups[size])
+
     @property
     def world_size(self) -> int | None:
-        """The largest ``distributedInfo.world_size`` among the sources, if any says."""
+        """The largest ``distributedInfo.world_size`` among the sources, if any says.
+
+        Sources from several jobs (``allow_mixed_jobs``) may disagree: see :meth:`jobs`.
+        """
         sizes = [s.world_size for s in self.sources if s.world_size is not None]
         return max(sizes) if sizes else None
 
@@ -880,6 +956,7 @@ def _table_from_dict(data: object) -> KernelTable:
                 display_time_unit=None if unit is None else _str(unit),
                 base_time_ns=_int_or_none(s.get("base_time_ns")),
                 damage=damage,
+                notes=tuple(_str(n) for n in _sequence(s.get("notes", []), "notes")),
             )
         )
     naive = top["naive_device_us"]

@@ -47,19 +47,20 @@ import operator
 import os
 import pickle
 import re
+import stat
 import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Final, NoReturn, final
+from typing import Final, NoReturn, cast, final
 
 import attrs
 import msgspec
 import regex
 
-from probewise.errors import DamageKind, InvalidInputError, TraceFormatError
+from probewise.errors import DamageKind, InvalidInputError, MixedJobsError, TraceFormatError
 from probewise.throughput._profiler_table import (
     LabelledRow,
     ProfilerTableReading,
@@ -98,6 +99,7 @@ ProgressCallback = Callable[[int, int], None]
 _BLOCK: Final = 4 << 20  # bytes decompressed / read per block
 _RUN: Final = 4 << 20  # target size of one run of events decoded at once
 _MAX_VALUE: Final = 256 << 20  # largest non-event top-level value held in memory
+_MAX_WORLD_SIZE: Final = 1 << 20  # larger distributedInfo ranks/world sizes are ignored
 _PARALLEL_MIN_BYTES: Final = 64 << 20  # plain files at least this big are split among workers
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _WS: Final = b" \t\r\n"
@@ -126,8 +128,8 @@ _DECODE_ARGS: Final = msgspec.json.Decoder(_Args)
 _DECODE_ANY: Final = msgspec.json.Decoder()
 _ERROR_BYTE: Final = regex.compile(r"\(byte (\d+)\)")
 _CUT: Final = regex.compile(rb"\}[ \t\r\n]*+,[ \t\r\n]*+(?=\{)")
-_CORRELATION: Final = re.compile(rb'"correlation"[ \t\r\n]*+:[ \t\r\n]*+(-?[0-9]+)')
-_STEP_RAW: Final = re.compile(rb'"ProfilerStep#([0-9]+)"')
+_CORRELATION: Final = re.compile(rb'"correlation"[ \t\r\n]*+:[ \t\r\n]*+(-?[0-9]{1,19})(?![0-9])')
+_STEP_RAW: Final = re.compile(rb'"ProfilerStep#([0-9]{1,18})"')  # longer: not a step number
 _CAT: Final = operator.attrgetter("cat")
 _NAME: Final = operator.attrgetter("name")
 _DUR: Final = operator.attrgetter("dur")
@@ -341,6 +343,9 @@ class _Totals:
         self.device_corr = array("q")
         self.device_code = array("b")
         self.device_ns = array("q")
+        # One stable 64-bit key per kernel/copy/fill (name, args, start, duration), to
+        # count events that are exact duplicates: 8 bytes per device event.
+        self.device_keys = array("q")
         self.events = 0
 
     def add(self, events: list[_Event], doc: bytes) -> None:
@@ -398,6 +403,7 @@ class _Totals:
         self.device_corr.extend(other.device_corr)
         self.device_code.extend(other.device_code)
         self.device_ns.extend(other.device_ns)
+        self.device_keys.extend(other.device_keys)
 
     def _step(self, event: _Event) -> None:
         if event.ph != "X" or event.ts is None or _category(event.cat) not in (_K_CPU, _K_OTHER):
@@ -428,6 +434,14 @@ class _Totals:
                 continue
             table = self.rows[code]
             names = list(map(bytes, map(_NAME, spans)))
+            self.device_keys.extend(
+                # crc32 and int/float hashes do not depend on PYTHONHASHSEED, so the keys
+                # of worker processes and of this one agree.
+                hash((code, zlib.crc32(name), zlib.crc32(args), ts, ns))
+                for name, args, ts, ns in zip(
+                    names, map(bytes, map(_ARGS, spans)), map(_TS, spans), ns_list, strict=True
+                )
+            )
             for name, ns in zip(names, ns_list, strict=True):
                 entry = table.get(name)
                 if entry is None:
@@ -467,6 +481,23 @@ class _Totals:
             Exclusion(reason=reason, events=n, total_us=ns_of.get(reason, 0) / 1000)
             for reason, n in events.items()
         ]
+
+    def duplicate_note(self) -> str | None:
+        """A note when some device events are exact copies of others (None when none are)."""
+        if not self.device_keys:
+            return None
+        import numpy as np
+
+        keys = np.frombuffer(self.device_keys, dtype=np.int64)
+        copies = int(keys.size - np.unique(keys).size)
+        if not copies:
+            return None
+        return (
+            f"{copies:,} kernel/copy/fill events are exact duplicates of another event (same "
+            "name, args, start and duration); Kineto never records one activity twice, so the "
+            "file was probably assembled twice (a merge or concatenation run again). They are "
+            "summed as found, not dropped: check the file before trusting the totals"
+        )
 
     def table(self, source: TraceSource, path: str, *, lossy_names: bool) -> KernelTable:
         rows: list[KernelRow] = []
@@ -565,11 +596,16 @@ def _step_names(doc: bytes) -> set[bytes]:
 
 
 def _correlations(events: list[_Event]) -> list[int | None]:
-    """``args.correlation`` of each event (None where it has none)."""
+    """``args.correlation`` of each event (None where it has none, or not a 64-bit int)."""
     try:
-        return [a.correlation for a in map(_DECODE_ARGS.decode, map(_ARGS, events))]
+        found = [a.correlation for a in map(_DECODE_ARGS.decode, map(_ARGS, events))]
     except msgspec.DecodeError:  # also ValidationError: odd args somewhere; one by one
-        return [_correlation(e.args) for e in events]
+        found = [_correlation(e.args) for e in events]
+    return [c if c is None or _INT64_MIN <= c <= _INT64_MAX else None for c in found]
+
+
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
 
 
 def _correlation(args: msgspec.Raw) -> int | None:
@@ -639,6 +675,7 @@ class _Parser:
         self.display_time_unit: str | None = None
         self.base_time_ns: int | None = None
         self.saw_events = False
+        self.notes: list[str] = []
 
     # -- low-level helpers
 
@@ -717,6 +754,7 @@ class _Parser:
             display_time_unit=self.display_time_unit,
             base_time_ns=self.base_time_ns,
             damage=damage,
+            notes=tuple(filter(None, [*self.notes, self.totals.duplicate_note()])),
         )
         return self.totals.table(source, self.path, lossy_names=self.salvage)
 
@@ -756,6 +794,8 @@ class _Parser:
                 self._fail(DamageKind.MALFORMED, "expected a quoted key", self._at())
             self._expect(b":", "':' after a key")
             if key == "traceEvents":
+                if self.saw_events:
+                    self._drop_earlier_events()
                 if self._peek() != ord("["):
                     self._fail(
                         DamageKind.WRONG_STRUCTURE, "traceEvents is not an array", self._at()
@@ -779,6 +819,16 @@ class _Parser:
                 DamageKind.MALFORMED, "expected ',' or '}' between top-level keys", self._at()
             )
 
+    def _drop_earlier_events(self) -> None:
+        """A second ``traceEvents`` key: JSON's last-wins rule, so the earlier array goes."""
+        earlier = self.totals.events
+        self.totals = _Totals(always_launches=self.totals.always_launches)
+        self.notes.append(
+            f"the file has more than one 'traceEvents' key; as JSON parsers do (Python's "
+            f"json, JavaScript's JSON.parse), the last one wins: the {earlier:,} events of "
+            "the earlier array are not counted"
+        )
+
     def _metadata(self, key: str, value: object) -> None:
         if key == "displayTimeUnit" and isinstance(value, str):
             self.display_time_unit = value
@@ -790,12 +840,20 @@ class _Parser:
             names = [d.get("name") for d in value if isinstance(d, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
             self.devices = tuple(n for n in names if isinstance(n, str))  # pyright: ignore[reportUnknownVariableType]
         if key == "distributedInfo" and isinstance(value, dict):
-            rank = value.get("rank")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-            size = value.get("world_size")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            info = cast("dict[str, object]", value)
+            rank, size = info.get("rank"), info.get("world_size")
             if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
-                self.rank = rank
+                self.rank = rank if rank < _MAX_WORLD_SIZE else None
             if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-                self.world_size = size
+                self.world_size = size if size <= _MAX_WORLD_SIZE else None
+            if (isinstance(rank, int) and rank >= _MAX_WORLD_SIZE) or (
+                isinstance(size, int) and size > _MAX_WORLD_SIZE
+            ):
+                # missing_ranks lists every absent rank: a value must not set the memory.
+                self.notes.append(
+                    f"distributedInfo says rank {str(rank)[:24]} of world size {str(size)[:24]}; "
+                    f"values above {_MAX_WORLD_SIZE:,} are not plausible and were ignored"
+                )
 
     def _value(self, what: str) -> object:
         """Decode one small JSON value (a key, or a top-level value other than traceEvents)."""
@@ -809,6 +867,12 @@ class _Parser:
             text = src.buf[self.pos :].decode("utf-8", "surrogateescape")
             try:
                 value, end = decoder.raw_decode(text)
+            except RecursionError:
+                self._fail(
+                    DamageKind.MALFORMED,
+                    f"{what} nests arrays or objects too deeply to decode",
+                    self._at(),
+                )
             except ValueError as error:
                 err_pos = error.pos if isinstance(error, json.JSONDecodeError) else 0
                 near_end = err_pos >= len(text) - 1
@@ -992,6 +1056,8 @@ class _Parser:
         doc = b"[" + body if final else b"[" + body + b"]"
         try:
             events = self._decode(doc, start)
+        except RecursionError:
+            self._too_deep(start, end)
         except msgspec.DecodeError as error:
             message = _first_line(error)
             byte = _error_byte(message)
@@ -1002,6 +1068,8 @@ class _Parser:
                 head = doc[: close + 1]
                 try:
                     events = self._decode(head, start)
+                except RecursionError:
+                    self._too_deep(start, start + close)
                 except msgspec.DecodeError as inner:
                     return self._damage(start, end, inner, final=final)
                 self.totals.add(events, head)
@@ -1056,13 +1124,42 @@ class _Parser:
             self._keep_before(start, offset - self.src.base)
         self._fail(kind, text, offset)
 
+    def _too_deep(self, start: int, end: int) -> NoReturn:
+        """An event in buf[start:end] nests deeper than the decoder can recurse.
+
+        The events before it are found by bisecting the event boundaries (a prefix
+        decodes exactly when it ends before the deep event), so the damage offset is
+        the start of that event, and salvage keeps every event before it.
+        """
+        cuts = self._cuts_all(start, end)
+        best: tuple[int, list[_Event], bytes] | None = None
+        low, high = 1, len(cuts)
+        while low <= high:
+            middle = (low + high) // 2
+            doc = b"[" + self.src.buf[start : cuts[middle - 1][0]] + b"]"
+            try:
+                events = self._decode(doc, start)
+            except (msgspec.DecodeError, RecursionError, TraceFormatError, _Salvaged):
+                high = middle - 1
+                continue
+            best = (middle, events, doc)
+            low = middle + 1
+        damage_at = start if best is None else cuts[best[0] - 1][1]
+        if self.salvage and best is not None:
+            self.totals.add(best[1], best[2])
+        self._fail(
+            DamageKind.MALFORMED,
+            "an event nests arrays or objects too deeply to decode (no profiler writes that)",
+            self.src.base + damage_at,
+        )
+
     def _keep_before(self, start: int, damage_at: int) -> None:
         """Salvage: add every complete event in buf[start:damage_at]."""
         for cut_end, _ in reversed(self._cuts_all(start, damage_at)):
             doc = b"[" + self.src.buf[start:cut_end] + b"]"
             try:
                 events = self._decode(doc, start)
-            except (msgspec.DecodeError, _Salvaged):
+            except (msgspec.DecodeError, RecursionError, _Salvaged):
                 continue
             self.totals.add(events, doc)
             return
@@ -1222,11 +1319,41 @@ def read_chrome_trace(
     name = os.fspath(path)
     if os.path.isdir(name):
         raise TraceFormatError("a directory holds ranks: use read_chrome_traces", path=name)
+    require_regular_file(name)
     count = _worker_count(workers)
     try:
         return _Parser(name, salvage=salvage, progress=progress, workers=count).parse()
     except OSError as error:
         raise TraceFormatError(f"cannot read the file: {error.strerror}", path=name) from None
+
+
+def require_regular_file(path: str) -> None:
+    """Raise TraceFormatError unless ``path`` is a regular file (or a link to one).
+
+    A FIFO, socket or device given as a file would block the reader forever (or never
+    end), so it is refused before it is opened. A missing file is reported the same way
+    as one that cannot be read.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise TraceFormatError(f"cannot read the file: {error.strerror}", path=path) from None
+    if stat.S_ISREG(mode):
+        return
+    what = (
+        "a named pipe (FIFO)"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a directory"
+        if stat.S_ISDIR(mode)
+        else "not a regular file"
+    )
+    raise TraceFormatError(
+        f"{what} is not read: give a regular file (reading it could block forever)", path=path
+    )
 
 
 def _worker_count(workers: object) -> int:
@@ -1243,6 +1370,7 @@ def read_chrome_traces(
     salvage: bool = False,
     progress: ProgressCallback | None = None,
     workers: int | None = None,
+    allow_mixed_jobs: bool = False,
 ) -> ChromeTraceSet:
     """Read one trace, a directory of rank traces, or several files, as ranks of one job.
 
@@ -1250,6 +1378,13 @@ def read_chrome_traces(
     trace (gzip magic, or ``{`` / ``[`` after whitespace); other files (a README)
     are skipped. Files are sorted by ``distributedInfo.rank``. ``salvage``,
     ``progress`` and ``workers`` are as for :func:`read_chrome_trace`.
+
+    Files that cannot be ranks of one job (their ``distributedInfo.world_size``
+    values differ, or two claim the same rank) raise
+    :class:`~probewise.errors.MixedJobsError` naming them, unless
+    ``allow_mixed_jobs`` is true; then they are summed and
+    :meth:`KernelTable.jobs <probewise.throughput.kernels.KernelTable.jobs>` says
+    which job each file came from. Files without ``distributedInfo`` never conflict.
     """
     files = list(_trace_files(paths))
     if not files:
@@ -1261,12 +1396,48 @@ def read_chrome_traces(
         read_chrome_trace(f, salvage=salvage, progress=progress, workers=workers) for f in files
     ]
     tables.sort(key=_rank_key)
+    if not allow_mixed_jobs:
+        _refuse_mixed_jobs([table.sources[0] for table in tables])
     merged = KernelTable.empty()
     for table in tables:
         merged = merged + table
     if len(tables) == 1:
         merged = tables[0]
     return ChromeTraceSet(per_rank=tuple(tables), merged=merged)
+
+
+def _refuse_mixed_jobs(sources: Sequence[TraceSource]) -> None:
+    sizes: dict[int, list[str]] = {}
+    ranks: dict[int, list[str]] = {}
+    for source in sources:
+        if source.world_size is not None:
+            sizes.setdefault(source.world_size, []).append(source.path)
+        if source.rank is not None:
+            ranks.setdefault(source.rank, []).append(source.path)
+    problems: list[str] = []
+    paths: list[str] = []
+    if len(sizes) > 1:
+        problems.append(
+            "they disagree on world size ("
+            + "; ".join(f"{size} in {', '.join(names)}" for size, names in sorted(sizes.items()))
+            + ")"
+        )
+        paths.extend(name for names in sizes.values() for name in names)
+    repeated = {rank: names for rank, names in sorted(ranks.items()) if len(names) > 1}
+    if repeated:
+        problems.append(
+            "they repeat a rank ("
+            + "; ".join(f"rank {rank} in {', '.join(names)}" for rank, names in repeated.items())
+            + ")"
+        )
+        paths.extend(name for names in repeated.values() for name in names)
+    if problems:
+        raise MixedJobsError(
+            "these traces are not the ranks of one job: "
+            + " and ".join(problems)
+            + "; pass allow_mixed_jobs=True (--allow-mixed-jobs) to sum them anyway",
+            paths=tuple(dict.fromkeys(paths)),
+        )
 
 
 def _rank_key(table: KernelTable) -> tuple[int, str]:
