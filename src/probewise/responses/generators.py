@@ -241,18 +241,18 @@ class OpenAICompatibleGenerator:
             json.dumps(extra)
         except (TypeError, ValueError):
             raise InvalidInputError("extra_body must be JSON-serialisable") from None
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = float(temperature)
-        self.concurrency = concurrency
-        self.timeout = float(timeout)
-        self.retries = retries
-        self.chat = chat
-        self.system_prompt = system_prompt
+        self.base_url: str = base_url.rstrip("/")
+        self.model: str = model
+        self.max_tokens: int = max_tokens
+        self.temperature: float = float(temperature)
+        self.concurrency: int = concurrency
+        self.timeout: float = float(timeout)
+        self.retries: int = retries
+        self.chat: bool = chat
+        self.system_prompt: str | None = system_prompt
         self.extra_body: Mapping[str, object] = extra
-        self.backoff = float(backoff)
-        self.max_wait = float(max_wait)
+        self.backoff: float = float(backoff)
+        self.max_wait: float = float(max_wait)
         self._batch_size = 4 * concurrency if batch_size is None else batch_size
         self._api_key = api_key
         self._rng = random.Random() if rng is None else rng
