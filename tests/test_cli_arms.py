@@ -127,6 +127,21 @@ def test_api_key_comes_from_the_environment_and_is_never_shown(
     assert "ARMS_TEST_KEY is not set" in capfd.readouterr().err
 
 
+def test_completions_and_system_prompt_reach_the_server(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    prompts = _jsonl(tmp_path / "p.jsonl", {"a": "stop:1"})
+    url = base_url(server)
+    argv = ["arms", str(prompts), "--a", f"{url}#x", "--b", f"{url}#y", *FAST]
+    assert main([*argv, "--completions", "--temperature", "0.7"]) == 0
+    assert server.paths == ["/v1/completions"] * 2  # type: ignore[attr-defined]
+    assert [b["temperature"] for b in server.bodies] == [0.7, 0.7]  # type: ignore[attr-defined]
+    assert main([*argv, "--system-prompt", "be brief"]) == 0
+    messages = server.bodies[-1]["messages"]  # type: ignore[attr-defined]
+    assert messages[0] == {"role": "system", "content": "be brief"}
+    _clean(*capfd.readouterr())
+
+
 def test_interrupted_run_exits_1(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import gc
+import json
 import logging
 import random
 import time
@@ -40,7 +41,7 @@ from probewise.errors import (
     ServerTimeoutError,
 )
 from probewise.responses.arms import BatchGenerate
-from probewise.responses.generators import _retry_after
+from probewise.responses.generators import _parse, _retry_after
 
 
 @pytest.fixture
@@ -382,3 +383,53 @@ def test_the_canary_leaves_through_no_channel(
     channels += [captured.out, captured.err]
     assert "arm A" in captured.err  # the progress bar ran, to stderr
     _assert_clean(*channels)
+
+
+def test_a_refused_connection_is_retried_then_an_error() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port that nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    generator = OpenAICompatibleGenerator(
+        f"http://127.0.0.1:{port}/v1", "m", max_tokens=1, retries=2, backoff=0.001, timeout=1.0
+    )
+    (result,) = generator.generate_batch(["stop:1"])
+    assert type(result) is InferenceServerError
+    assert result.attempts == 3
+    assert result.status is None
+    assert result.__context__ is None
+    assert f"POST http://127.0.0.1:{port}/v1/chat/completions: connection failed" in str(result)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_CHOICE = st.fixed_dictionaries(
+    {},
+    optional={
+        "message": st.fixed_dictionaries({}, optional={"content": _JSON}) | _JSON,
+        "text": _JSON,
+        "finish_reason": _JSON,
+    },
+)
+
+
+@given(
+    st.booleans(),
+    st.binary(max_size=40)
+    | st.builds(
+        lambda d: json.dumps(d).encode(),
+        _JSON | st.fixed_dictionaries({"choices": st.lists(_CHOICE, max_size=2) | _JSON}),
+    ),
+)
+def test_any_body_gives_a_completion_or_a_malformed_error(chat: bool, body: bytes) -> None:
+    result = _parse(body, chat=chat, url="http://h/v1/x", attempts=1)
+    assert isinstance(result, Completion | MalformedResponseError)
+    if isinstance(result, MalformedResponseError):
+        assert result.__context__ is None
+        assert str(result).startswith("POST http://h/v1/x: the response ")
