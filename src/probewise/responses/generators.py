@@ -377,7 +377,7 @@ class OpenAICompatibleGenerator:
         """Seconds before attempt ``attempt + 1``: the server's ask, or a jittered backoff."""
         if asked is not None:
             return min(asked, self.max_wait)
-        full = min(self.max_wait, self.backoff * 2.0 ** (attempt - 1))
+        full = min(self.max_wait, self.backoff * 2.0 ** min(attempt - 1, 64))  # no overflow
         return full / 2.0 + self._rng.uniform(0.0, full / 2.0)
 
 
