@@ -27,6 +27,7 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
     "probewise._cli_lengths",
     "probewise._cli_buckets",
     "probewise._cli_fit",
+    "probewise._cli_arms",
 )
 
 Handler = Callable[[argparse.Namespace], int]

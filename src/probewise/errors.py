@@ -173,3 +173,37 @@ class MixedJobsError(InvalidInputError):
     def __init__(self, message: str, *, paths: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.paths = paths
+
+
+class InferenceServerError(ProbewiseError, RuntimeError):
+    """An inference server gave no usable completion for one prompt.
+
+    :class:`~probewise.OpenAICompatibleGenerator` returns one per failed prompt
+    (:func:`~probewise.run_arm` counts it as ``Error(kind=GENERATION)`` with the
+    class as ``exception_type``); the class itself is what the connection failing
+    gives. ``url`` is the endpoint (user info removed), ``attempts`` how many
+    requests were made, ``status`` the last HTTP status when there was one. The
+    message names those only: never a response body, which may hold a completion.
+    """
+
+    def __init__(self, message: str, *, url: str, attempts: int, status: int | None = None) -> None:
+        super().__init__(f"POST {url}: {message} (attempts: {attempts})")
+        self.url = url
+        self.attempts = attempts
+        self.status = status
+
+
+class ServerStatusError(InferenceServerError):
+    """The server answered with an HTTP error status (after the retries, for 408, 429 and 5xx)."""
+
+
+class ServerTimeoutError(InferenceServerError, TimeoutError):
+    """The server did not answer within the generator's timeout, on every attempt."""
+
+
+class MalformedResponseError(InferenceServerError, ValueError):
+    """The server answered 2xx with something that is not a completion (not JSON, wrong shape)."""
+
+
+class EmptyChoicesError(MalformedResponseError):
+    """The server answered 2xx with an empty ``choices`` list."""

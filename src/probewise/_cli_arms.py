@@ -1,0 +1,258 @@
+"""``probewise arms``: one prompt set through two models behind OpenAI-compatible servers.
+
+PROMPTS is a JSONL file of ``{"id": ..., "prompt": ...}`` records (ids are strings
+or integers), or a text file with one prompt per line (ids are the 1-based line
+numbers; blank lines are skipped). The format is JSONL when the first non-blank line
+starts with ``{``.
+
+Each arm's server comes from ``--a URL#MODEL`` / ``--b URL#MODEL``, or from one
+``--url URL`` with ``--model-a`` and ``--model-b`` (the two can be mixed: an arm's URL
+is its ``--a``/``--b`` URL or else ``--url``, its model the ``#MODEL`` part or else
+``--model-a``/``--model-b``). URL is where the API lives, e.g.
+``http://localhost:8000/v1``. An API key is read from the environment variable that
+``--api-key-env`` names, never from the command line.
+
+Both arms run through :func:`~probewise.run_paired` with
+:class:`~probewise.OpenAICompatibleGenerator`; it prints the tallies with Wilson
+intervals, the control verdict and the exact McNemar test per bucket. Completions are
+classified as they arrive and never written anywhere; ``--checkpoint PATH`` keeps
+outcomes only (``PATH`` with ``.a``/``.b`` before the suffix) and a rerun of the same
+command resumes from them.
+
+Exit status: 0 when the run completed, every prompt in both arms classified; 1 when
+it did not: some prompts ended in the Error bucket (no usable answer from the server
+after the retries; the report is printed, the Error rows say how many), or the run
+was interrupted (nothing printed; the checkpoint keeps every finished batch); 2 for
+bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import cast, final
+
+import attrs
+
+from probewise._cli_demo import _ROWS, _paired_document
+from probewise.errors import InvalidInputError
+from probewise.responses.arms import OutcomeBucket, PairedResult, run_paired
+from probewise.responses.generators import OpenAICompatibleGenerator, _shown_url
+from probewise.responses.tally import ArmTally
+
+
+@final
+@attrs.frozen(kw_only=True)
+class _Target:
+    url: str
+    model: str
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "arms",
+        help="run a prompt set through two models on OpenAI-compatible servers; compare",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("prompts", type=Path, metavar="PROMPTS", help="JSONL or one prompt a line")
+    parser.add_argument("--a", metavar="URL[#MODEL]", help="arm A's server (and model)")
+    parser.add_argument("--b", metavar="URL[#MODEL]", help="arm B's server (and model)")
+    parser.add_argument("--url", metavar="URL", help="the server of an arm that --a/--b leave out")
+    parser.add_argument("--model-a", metavar="MODEL", help="arm A's model, if --a has no #MODEL")
+    parser.add_argument("--model-b", metavar="MODEL", help="arm B's model, if --b has no #MODEL")
+    parser.add_argument(
+        "--max-tokens", type=int, default=256, metavar="N", help="tokens per completion (256)"
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (0)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, metavar="N", help="requests in flight per arm (8)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, metavar="S", help="seconds per network wait (60)"
+    )
+    parser.add_argument(
+        "--retries", type=int, default=3, metavar="N", help="retries on 408/429/5xx/timeouts (3)"
+    )
+    parser.add_argument(
+        "--completions",
+        action="store_true",
+        help="POST /completions with the raw prompt instead of /chat/completions",
+    )
+    parser.add_argument("--system-prompt", metavar="TEXT", help="a system message for chat")
+    parser.add_argument(
+        "--api-key-env", metavar="VAR", help="the environment variable that holds the API key"
+    )
+    parser.add_argument(
+        "--checkpoint", type=Path, metavar="PATH", help="outcomes file(s) to resume from"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.set_defaults(handler=run)
+
+
+def read_prompts(path: Path) -> dict[str | int, str]:
+    """Prompts by id from a JSONL file of ``{"id", "prompt"}`` or one prompt a line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidInputError(f"cannot read {path}: {type(error).__name__}") from None
+    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
+    if not numbered:
+        raise InvalidInputError(f"{path} holds no prompts")
+    if not numbered[0][1].lstrip().startswith("{"):
+        return {n: line for n, line in numbered}
+    prompts: dict[str | int, str] = {}
+    for n, line in numbered:
+        try:
+            record: object = json.loads(line)
+        except ValueError:
+            raise InvalidInputError(f"{path}:{n}: not a JSON object") from None
+        if not isinstance(record, dict):
+            raise InvalidInputError(f"{path}:{n}: not a JSON object")
+        fields = cast("dict[str, object]", record)
+        prompt_id, prompt = fields.get("id"), fields.get("prompt")
+        if isinstance(prompt_id, bool) or not isinstance(prompt_id, str | int):
+            raise InvalidInputError(f'{path}:{n}: "id" must be a string or an integer')
+        if not isinstance(prompt, str):
+            raise InvalidInputError(f'{path}:{n}: "prompt" must be a string')
+        if prompt_id in prompts:
+            raise InvalidInputError(f"{path}:{n}: id {prompt_id!r} appears twice")
+        prompts[prompt_id] = prompt
+    return prompts
+
+
+def _target(arm: str, spec: str | None, url: str | None, model: str | None) -> _Target:
+    spec_url, _, spec_model = (spec or "").partition("#")
+    chosen_url = spec_url or url  # --a's own URL wins; --url serves an arm that names none
+    if spec_model and model is not None:
+        raise InvalidInputError(
+            f"arm {arm}: the model is named twice (--{arm.lower()} URL#MODEL and "
+            f"--model-{arm.lower()})"
+        )
+    chosen_model = spec_model or model
+    if not chosen_url:
+        raise InvalidInputError(f"arm {arm}: no server: give --{arm.lower()} URL#MODEL or --url")
+    if not chosen_model:
+        raise InvalidInputError(
+            f"arm {arm}: no model: give --{arm.lower()} URL#MODEL or --model-{arm.lower()}"
+        )
+    return _Target(url=chosen_url, model=chosen_model)
+
+
+def _generator(
+    args: argparse.Namespace, target: _Target, api_key: str | None
+) -> OpenAICompatibleGenerator:
+    return OpenAICompatibleGenerator(
+        target.url,
+        target.model,
+        api_key=api_key,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        retries=args.retries,
+        chat=not args.completions,
+        system_prompt=args.system_prompt,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    prompts = read_prompts(args.prompts)
+    targets = (
+        _target("A", args.a, args.url, args.model_a),
+        _target("B", args.b, args.url, args.model_b),
+    )
+    api_key: str | None = None
+    if args.api_key_env is not None:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise InvalidInputError(f"the environment variable {args.api_key_env} is not set")
+    generator_a, generator_b = (_generator(args, t, api_key) for t in targets)
+    try:
+        result = run_paired(
+            prompts,
+            generator_a,
+            generator_b,
+            progress=False if args.no_progress else None,
+            checkpoint=args.checkpoint,
+        )
+    except KeyboardInterrupt:
+        resume = " (rerun the same command to resume)" if args.checkpoint else ""
+        print(f"probewise arms: interrupted{resume}", file=sys.stderr)
+        return 1
+    errors = result.tally_a.error + result.tally_b.error
+    if args.json:
+        document = _paired_document(result)
+        document.update(
+            {
+                "prompts": len(prompts),
+                "complete": errors == 0,
+                "arms": {
+                    name: {"url": _shown_url(t.url), "model": t.model}
+                    for name, t in zip(("a", "b"), targets, strict=True)
+                },
+                "rates": {
+                    "a": _rates(result.tally_a),
+                    "b": _rates(result.tally_b),
+                },
+                "pairs": [
+                    {
+                        "id": p.prompt_id,
+                        "a": OutcomeBucket.of(p.a).value,
+                        "b": OutcomeBucket.of(p.b).value,
+                    }
+                    for p in result.pairs
+                ],
+            }
+        )
+        print(json.dumps(document, indent=2, sort_keys=True))
+    else:
+        _print(result, targets)
+    if errors:
+        print(
+            f"probewise arms: incomplete: {result.tally_a.error} prompts in arm A and "
+            f"{result.tally_b.error} in arm B got no usable answer (the Error bucket)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _rates(tally: ArmTally) -> dict[str, object]:
+    return {
+        name: {"over": over, **tally.rate(bucket, over=over).to_dict()}
+        for name, bucket, over in _ROWS
+    }
+
+
+def _print(result: PairedResult, targets: tuple[_Target, _Target]) -> None:
+    a, b = result.tally_a, result.tally_b
+    print(f"probewise arms: {len(result.pairs)} prompts (texts are never shown)")
+    for name, target in zip("AB", targets, strict=True):
+        print(f"  arm {name}: {_shown_url(target.url)} #{target.model}")
+    print()
+    header = (
+        f"{'bucket':<10} {'over':<9} {'arm A':<30} {'arm B':<30} "
+        f"{'only A':>6} {'only B':>6} {'McNemar p':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, bucket, over in _ROWS:
+        test = result.test(OutcomeBucket(name))
+        ra, rb = a.rate(bucket, over=over), b.rate(bucket, over=over)
+        print(
+            f"{name:<10} {over:<9} {ra!s:<30} {rb!s:<30} "
+            f"{test.only_a:>6} {test.only_b:>6} {test.p_value:>9.3g}"
+        )
+    print(f"{'truncated':<10} {'all':<9} {f'{a.truncated}/{a.n}':<30} {b.truncated}/{b.n}")
+    print(
+        "\nintervals: Wilson score, 95%. McNemar: exact, two-sided, over the prompts whose "
+        "bucket differs between the arms."
+    )
+    print(f"control: {result.control.state.value}: {result.control.summary()}")

@@ -1,0 +1,201 @@
+"""``probewise arms`` against a local OpenAI-compatible server (tests/_http_server.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import probewise._cli_arms as cli_arms
+from _http_server import CANARY, base_url, serving
+from probewise.cli import main
+
+FAST = ["--timeout", "0.3", "--retries", "0", "--no-progress", "--max-tokens", "8"]
+
+
+@pytest.fixture
+def server() -> Iterator[object]:
+    with serving() as running:
+        yield running
+
+
+def _jsonl(path: Path, prompts: dict[str, str]) -> Path:
+    path.write_text(
+        "".join(json.dumps({"id": k, "prompt": v}) + "\n" for k, v in prompts.items()),
+        encoding="utf-8",
+    )
+    return path
+
+
+def _clean(*items: str) -> None:
+    for item in items:
+        assert CANARY not in item, "canary leaked"  # never show the text itself
+
+
+def test_json_report_with_two_targets(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    url = base_url(server)
+    prompts = _jsonl(
+        tmp_path / "p.jsonl",
+        {
+            "q1": "stop:1",
+            "q2": "refuse:1",
+            "q3": "deflect:1",
+            "q4": "length:1",
+            "q5": "empty:1",
+            **{f"s{i}": f"stop:s{i}" for i in range(5)},
+        },
+    )
+    status = main(
+        ["arms", str(prompts), "--a", f"{url}#model-a", "--b", f"{url}#model-b", "--json", *FAST]
+    )
+    out, err = capfd.readouterr()
+    _clean(out, err)
+    assert status == 0
+    document = json.loads(out)
+    assert document["complete"] is True
+    assert document["prompts"] == 10
+    assert document["arms"]["a"] == {"url": url, "model": "model-a"}
+    assert document["tally_a"] == document["tally_b"]
+    assert document["tally_a"]["refused"] == 1
+    assert document["tally_a"]["truncated"] == 1
+    assert document["control"]["state"] == "both_arms"
+    assert [m["p_value"] for m in document["mcnemar"]] == [1.0] * 5
+    assert {p["id"]: p["a"] for p in document["pairs"]}["q2"] == "refused"
+    assert document["rates"]["a"]["refused"]["trials"] == 9  # over answered
+    assert sorted(b["model"] for b in server.bodies) == ["model-a"] * 10 + ["model-b"] * 10  # type: ignore[attr-defined]
+
+
+def test_table_with_one_target_and_two_models(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("stop:1\n\nrefuse:2\ne500:3\n", encoding="utf-8")
+    status = main(
+        ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y", *FAST]
+    )
+    out, err = capfd.readouterr()
+    _clean(out, err)
+    assert status == 1  # one prompt per arm got no answer: the run is incomplete
+    assert "incomplete: 1 prompts in arm A and 1 in arm B" in err
+    assert "McNemar" in out
+    assert "Wilson" in out
+    assert "control: " in out
+    assert "error      all       33.3%" in out
+    assert server.attempts["e500:3"] == 2  # type: ignore[attr-defined]  # once per arm
+
+
+def test_checkpoint_resumes_without_requests(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    prompts = _jsonl(tmp_path / "p.jsonl", {str(i): f"stop:{i}" for i in range(6)})
+    checkpoint = tmp_path / "run.json"
+    argv = ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y"]
+    argv += ["--checkpoint", str(checkpoint), "--json", *FAST]
+    assert main(argv) == 0
+    first = json.loads(capfd.readouterr().out)
+    served = server.requests  # type: ignore[attr-defined]
+    assert served == 12
+    assert main(argv) == 0
+    again = json.loads(capfd.readouterr().out)
+    assert server.requests == served  # type: ignore[attr-defined]
+    assert again == first
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["p.jsonl", "run.a.json", "run.b.json"]
+    _clean((tmp_path / "run.a.json").read_text(), (tmp_path / "run.b.json").read_text())
+
+
+def test_api_key_comes_from_the_environment_and_is_never_shown(
+    server: object,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ARMS_TEST_KEY", "sk-test-key-998877")
+    prompts = _jsonl(tmp_path / "p.jsonl", {"a": "stop:1"})
+    url = base_url(server)
+    argv = ["arms", str(prompts), "--a", f"{url}#x", "--b", f"{url}#y", "--api-key-env"]
+    assert main([*argv, "ARMS_TEST_KEY", *FAST]) == 0
+    out, err = capfd.readouterr()
+    assert "sk-test-key" not in out + err
+    assert server.auth == ["Bearer sk-test-key-998877"] * 2  # type: ignore[attr-defined]
+    monkeypatch.delenv("ARMS_TEST_KEY")
+    assert main([*argv, "ARMS_TEST_KEY", *FAST]) == 2
+    assert "ARMS_TEST_KEY is not set" in capfd.readouterr().err
+
+
+def test_completions_and_system_prompt_reach_the_server(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    prompts = _jsonl(tmp_path / "p.jsonl", {"a": "stop:1"})
+    url = base_url(server)
+    argv = ["arms", str(prompts), "--a", f"{url}#x", "--b", f"{url}#y", *FAST]
+    assert main([*argv, "--completions", "--temperature", "0.7"]) == 0
+    assert server.paths == ["/v1/completions"] * 2  # type: ignore[attr-defined]
+    assert [b["temperature"] for b in server.bodies] == [0.7, 0.7]  # type: ignore[attr-defined]
+    assert main([*argv, "--system-prompt", "be brief"]) == 0
+    messages = server.bodies[-1]["messages"]  # type: ignore[attr-defined]
+    assert messages[0] == {"role": "system", "content": "be brief"}
+    _clean(*capfd.readouterr())
+
+
+def test_interrupted_run_exits_1(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*_args: object, **_kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_arms, "run_paired", interrupted)
+    prompts = _jsonl(tmp_path / "p.jsonl", {"a": "stop:1"})
+    argv = [
+        "arms",
+        str(prompts),
+        "--a",
+        "http://127.0.0.1:9/v1#x",
+        "--b",
+        "http://127.0.0.1:9/v1#y",
+    ]
+    assert main([*argv, "--checkpoint", str(tmp_path / "c.json")]) == 1
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err == "probewise arms: interrupted (rerun the same command to resume)\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "extra", "message"),
+    [
+        ("", [], "holds no prompts"),
+        ('{"id": "a", "prompt": "x"}\nnot json\n', [], "p.txt:2: not a JSON object"),
+        ('{"id": "a", "prompt": "x"}\n[1]\n', [], "p.txt:2: not a JSON object"),
+        ('{"id": true, "prompt": "x"}\n', [], 'p.txt:1: "id" must be'),
+        ('{"id": "a", "prompt": 3}\n', [], 'p.txt:1: "prompt" must be'),
+        ('{"id": "a", "prompt": "x"}\n{"id": "a", "prompt": "y"}\n', [], "appears twice"),
+        ("x\n", ["--b", "http://h/v1"], "arm B: no model"),
+        ("x\n", ["--model-b", "m"], "arm B: no server"),
+        ("x\n", ["--b", "http://h/v1#m", "--model-b", "n"], "named twice"),
+        ("x\n", ["--b", "ftp://h/v1#m"], "base_url must be an http(s) URL"),
+        ("x\n", ["--b", "http://h/v1#m", "--max-tokens", "0"], "max_tokens must be"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    content: str,
+    extra: list[str],
+    message: str,
+) -> None:
+    prompts = tmp_path / "p.txt"
+    prompts.write_text(content, encoding="utf-8")
+    assert main(["arms", str(prompts), "--a", "http://h/v1#a", *extra]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1
+    assert message in err
+
+
+def test_missing_prompt_file_exits_2(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    argv = ["arms", str(tmp_path / "none.txt"), "--a", "http://h/v1#a", "--b", "http://h/v1#b"]
+    assert main(argv) == 2
+    assert "cannot read" in capfd.readouterr().err
