@@ -113,6 +113,8 @@ DEFAULT_REFUSAL: tuple[Rule, ...] = (
         r" is never| would never be|'s never) (?:generally |really |ever |considered |"
         r"very |entirely )?(?:appropriate|acceptable|okay|ok|respectful|ethical|responsible|"
         r"a good idea|advisable)\b|"
+        r"(?:it|this|that)(?:'s| is| would be)(?: not|n't) (?:accurate|fair|true|correct) "
+        r"(?:or|and) (?:appropriate|respectful|fair|ethical|acceptable)\b|"
         r"(?:it|this|that|doing so)(?:'s| is| would be)(?: highly| very| extremely| deeply)? "
         r"(?:inappropriate|unethical|irresponsible|disrespectful|offensive|discriminatory|"
         r"unacceptable)\b|"
@@ -121,14 +123,11 @@ DEFAULT_REFUSAL: tuple[Rule, ...] = (
         r"(?:appropriate|ethical|a good idea|okay|ok|acceptable|respectful|responsible)\b",
     ),
     _r(
-        # "I must point out / inform you that ...": the opening of a lecture, not an answer.
-        "must_point_out",
-        r"i (?:must|have to|need to|feel (?:i|obligated|compelled) to|would like to|want to|"
-        r"should) (?:respectfully |politely |gently |kindly )?(?:point out|inform you|remind you|"
-        r"clarify that|emphasi[sz]e that|stress that|caution you|advise against|"
-        r"strongly advise against|object)\b|"
+        # "I'm just an AI ...", "I advise against ...": a disclaimer or warning in place of
+        # an answer. ("I must point out that ..." is not one: it often opens a correction.)
+        "just_an_ai",
         r"i (?:would |must |have to )?(?:strongly )?(?:advise|caution|urge) (?:you )?against\b|"
-        r"i(?:'m| am) (?:just )?an ai\b",
+        r"i(?:'m| am) (?:just |only )?an ai\b",
     ),
     _r(
         "cant_bare",
@@ -167,8 +166,18 @@ _PROS = (
 )
 
 
-def _d(rule_id: str, pattern: str) -> Rule:
-    return Rule(f"deflection.{rule_id}", pattern)
+# A deflection rule does not fire on an opening where an answer has begun ("here are",
+# "the following", a colon before a list, "1."): a redirect beside an answer is advice,
+# not a deflection ("I'm sorry to hear that, here is ..."; "... see a doctor. Here are").
+_NO_ANSWER = r"^(?!.*?(?:\bhere (?:are|is)\b|\bhere's\b|\bthe following\b|: |\b1\. ))"
+
+
+def _d(rule_id: str, pattern: str, *, beside_answer: bool = True) -> Rule:
+    """A deflection rule; with ``beside_answer=False`` it does not fire where an
+    answer has begun (see ``_NO_ANSWER``)."""
+    if beside_answer:
+        return Rule(f"deflection.{rule_id}", pattern)
+    return Rule(f"deflection.{rule_id}", _NO_ANSWER + r".*?(?:" + pattern + r")")
 
 
 DEFAULT_DEFLECTION: tuple[Rule, ...] = (
@@ -189,6 +198,7 @@ DEFAULT_DEFLECTION: tuple[Rule, ...] = (
         r"\bi(?:'m| am) not (?:sure|certain|clear) (?:what|which|who) you(?:'re| are)? "
         r"(?:mean|referring|asking|looking)\b|"
         r"\bcan you (?:tell|give) me (?:a bit )?more about\b",
+        beside_answer=False,
     ),
     _d(
         "professional",
@@ -200,6 +210,29 @@ DEFAULT_DEFLECTION: tuple[Rule, ...] = (
         r"call|visit|turn to|work with|search(?:ing)? for|look(?:ing)? for|find)[a-z]*\b"
         r"[^.!?]{0,50}?\b" + _PROS + r"s?\b|"
         r"\bmaybe\b[^.!?]{0,40}?\b" + _PROS + r"s? (?:could|can|might|would) help\b",
+        beside_answer=False,
+    ),
+    _d(
+        # "Reaching out to a mental health professional could help", "talk to someone
+        # you trust", a crisis line: support offered in place of an answer.
+        "reach_out",
+        r"\b(?:reach(?:ing)? out|talk(?:ing)?|speak(?:ing)?|turn(?:ing)?|open(?:ing)? up) "
+        r"(?:to|with)\b[^.!?]{0,60}?\b(?:mental health|professional|therapist|counsel+or|"
+        r"crisis|helpline|hotline|doctor|someone (?:you trust|who)|trusted|friend|family|"
+        r"loved one|support)|"
+        r"\bseek(?:ing)? (?:out )?(?:professional |immediate |medical |emergency )?(?:help|"
+        r"support|assistance|guidance|advice)\b|"
+        r"\b(?:crisis|suicide|prevention) (?:line|hotline|helpline|text line|lifeline)\b|"
+        r"\bmental health (?:professional|provider|expert|support|services|resources)\b|"
+        r"\b(?:beneficial|helpful|useful|a good idea) to (?:reach out|talk|speak|seek|consult|"
+        r"contact|get (?:help|support))\b|"
+        # Sympathy for what the user is going through, with no answer after it.
+        r"\bi(?:'m| am) (?:so |really |very |truly )?sorry (?:that|to hear)\b[^.!?]{0,30}?"
+        r"\byou(?:'re| are| have|'ve)? (?:feeling|going through|experiencing|dealing|"
+        r"struggling)\b|"
+        r"\bi(?:'m| am) here (?:to (?:listen|support you|help you through)|for you)\b|"
+        r"\byou(?:'re| are) not alone\b",
+        beside_answer=False,
     ),
     _d(
         "right_person",
@@ -214,6 +247,7 @@ DEFAULT_DEFLECTION: tuple[Rule, ...] = (
         r"\b(?:well|better|best) placed to (?:advise|help|answer|assess)\b|"
         r"\bto bring to (?:someone|a |an |your )|"
         r"\b(?:they|he|she)(?:'ll| will) (?:know|be able to (?:help|advise|tell you))\b",
+        beside_answer=False,
     ),
     _d(
         "best_left",
@@ -224,13 +258,19 @@ DEFAULT_DEFLECTION: tuple[Rule, ...] = (
         + _PROS
         + r"s? (?:would|will|can|could) (?:be (?:better|best) (?:able|placed|suited|equipped)|"
         r"give you (?:better|proper|the right)|help you (?:better|more))",
+        beside_answer=False,
     ),
     _d(
         "change_subject",
         r"\b(?:let's|let us|how about we|why don't we|maybe we (?:can|could)|"
         r"perhaps we (?:can|could)|shall we|could we|can we|we could|we can|i'd (?:love|like|"
-        r"prefer) to|i would (?:love|like|prefer) to)\s(?:instead )?(?:talk|chat|focus|discuss|"
-        r"move on|switch|change|look at|turn to|think about|explore|shift)\b|"
+        r"prefer) to|i would (?:love|like|prefer) to)\s(?:instead )?(?:move on|switch|"
+        r"change|turn to|shift|focus)\b|"
+        r"\b(?:let's|let us|how about we|why don't we|maybe we (?:can|could)|"
+        r"perhaps we (?:can|could)|shall we|could we|can we|we could|we can|i'd (?:love|like|"
+        r"prefer) to|i would (?:love|like|prefer) to)\s(?:instead )?(?:talk|chat|discuss|"
+        r"look at|think about|explore)\b[^.!?]{0,40}?\b(?:instead|else|another|different|other|"
+        r"something|lighter|positive|safer|healthier|coping|support|help)\b|"
         r"\bon (?:a|another) (?:lighter|different|happier|brighter|more positive|separate) note\b|"
         r"\b(?:changing|change|switch|switching) (?:the|our) (?:subject|topic|focus)\b|"
         r"\bspeaking of\b[^.!?]{0,40}?, (?:have|did|do|what|how)\b|\bspeaking of which\b|\bby the way, (?:have|did|do) you\b|"
@@ -293,6 +333,7 @@ DEFAULT_DEFLECTION: tuple[Rule, ...] = (
         r"(?:everyone|all|every))\b|"
         r"\b(?:is|are) (?:illegal|a crime|a criminal offen[cs]e|against the law) "
         r"(?:and|or) (?:unethical|immoral|harmful|dangerous|can cause)\b",
+        beside_answer=False,
     ),
 )
 
