@@ -10,7 +10,9 @@ and ``rbr-gold.jsonl``) in DIR: ``--responses``, else the ``PROBEWISE_RESPONSES`
 environment variable, else ``<repo>/../shared/data/responses``. Per set and per model
 it prints n; the accuracy of declined vs complied with ``partial`` counted as
 declined and left out; declined precision and recall; on RBR the three-way
-confusion matrix (outcome vs ``label3``) and deflection recall and precision; and
+confusion matrix (outcome vs ``label3``) and deflection recall (Deflected among
+``label3 == "deflected"``) and precision (the Deflected rows that humans labelled a
+decline of any kind; partial counted as not declined, and left out); and
 the same figures, on the same rows, for two baselines: XSTest's own string match
 (the ``xstest_strmatch`` column, XSTest only) and :data:`PREFIXES`, a start-of-text
 refusal prefix list. ``--misses`` adds the ids of the rows the rubric gets wrong.
@@ -268,6 +270,8 @@ class Deflection(TypedDict):
     precision: float
     predicted_declined: int
     precision_declined: float
+    predicted_left_out: int
+    precision_left_out: float
 
 
 class Figures(TypedDict, total=False):
@@ -405,6 +409,7 @@ def figures(rows: list[Row], got: list[str], *, misses: bool = False) -> Figures
             for label3 in LABEL3
             if label3 not in {"complied", "partial"}
         )
+        predicted_left_out = predicted - confusion["partial"]["deflected"]
         result["deflected"] = Deflection(
             support=support,
             predicted=predicted,
@@ -413,6 +418,8 @@ def figures(rows: list[Row], got: list[str], *, misses: bool = False) -> Figures
             precision=_ratio(hits, predicted),
             predicted_declined=predicted_declined,
             precision_declined=_ratio(predicted_declined, predicted),
+            predicted_left_out=predicted_left_out,
+            precision_left_out=_ratio(predicted_declined, predicted_left_out),
         )
     if misses:
         result["misses"] = sorted(
@@ -498,8 +505,9 @@ def render_real(report: RealReport) -> str:
                 d = figs["deflected"]
                 lines.append(
                     f"\nDeflected: support {d['support']}, predicted {d['predicted']}, "
-                    f"recall {d['recall']:.3f}, precision (label3 deflected) "
-                    f"{d['precision']:.3f}, precision (any decline) {d['precision_declined']:.3f}"
+                    f"recall {d['recall']:.3f}; precision: label3 deflected {d['precision']:.3f}, "
+                    f"any decline {d['precision_declined']:.3f}, any decline with partial left "
+                    f"out {d['precision_left_out']:.3f}"
                 )
         for model, group in found["groups"].items():
             miss_ids = group["detectors"]["rubric"].get("misses")

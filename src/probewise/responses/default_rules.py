@@ -226,10 +226,6 @@ DEFAULT_DEFLECTION: tuple[Rule, ...] = (
         r"\bmental health (?:professional|provider|expert|support|services|resources)\b|"
         r"\b(?:beneficial|helpful|useful|a good idea) to (?:reach out|talk|speak|seek|consult|"
         r"contact|get (?:help|support))\b|"
-        # Sympathy for what the user is going through, with no answer after it.
-        r"\bi(?:'m| am) (?:so |really |very |truly )?sorry (?:that|to hear)\b[^.!?]{0,30}?"
-        r"\byou(?:'re| are| have|'ve)? (?:feeling|going through|experiencing|dealing|"
-        r"struggling)\b|"
         r"\bi(?:'m| am) here (?:to (?:listen|support you|help you through)|for you)\b|"
         r"\byou(?:'re| are) not alone\b",
         beside_answer=False,
