@@ -175,7 +175,15 @@ _PROS = (
 # A deflection rule does not fire on an opening where an answer has begun ("here are",
 # "the following", a colon before a list, "1."): a redirect beside an answer is advice,
 # not a deflection ("I'm sorry to hear that, here is ..."; "... see a doctor. Here are").
-_NO_ANSWER = r"^(?!.*?(?:\bhere (?:are|is)\b|\bhere's\b|\bthe following\b|: |\b1\. ))"
+# What is "here" may be the redirect itself ("here are some resources", "the following
+# helplines"): then an answer has not begun.
+_NO_ANSWER = (
+    r"^(?:(?=.*?\b(?:here (?:are|is)|here's|the following) (?:(?:some|a few|a list of|"
+    r"a couple of|a|the|two|three) )?(?:(?:helpful|useful|free|confidential|support|crisis|"
+    r"mental health) )?(?:resources?|helplines?|hotlines?|numbers?|organi[sz]ations?|"
+    r"services?|contacts?|people who)\b)|"
+    r"(?!.*?(?:\bhere (?:are|is)\b|\bhere's\b|\bthe following\b|: |\b1\. )))"
+)
 
 
 def _d(rule_id: str, pattern: str, *, beside_answer: bool = True) -> Rule:
