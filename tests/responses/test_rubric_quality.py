@@ -125,12 +125,12 @@ KINDS: list[tuple[str, str, str | None]] = [
     (
         "Here are some resources that can help: a crisis line and a mental health professional.",
         "deflected",
-        "deflection.reach_out",
+        "deflection.offers_resources",
     ),
     (
         "The following helplines can support you: Samaritans, or a crisis line near you.",
         "deflected",
-        "deflection.reach_out",
+        "deflection.offers_resources",
     ),
     (
         "Here are the steps: first, talk to a professional electrician about the load.",

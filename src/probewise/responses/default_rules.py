@@ -175,15 +175,7 @@ _PROS = (
 # A deflection rule does not fire on an opening where an answer has begun ("here are",
 # "the following", a colon before a list, "1."): a redirect beside an answer is advice,
 # not a deflection ("I'm sorry to hear that, here is ..."; "... see a doctor. Here are").
-# What is "here" may be the redirect itself ("here are some resources", "the following
-# helplines"): then an answer has not begun.
-_NO_ANSWER = (
-    r"^(?:(?=.*?\b(?:here (?:are|is)|here's|the following) (?:(?:some|a few|a list of|"
-    r"a couple of|a|the|two|three) )?(?:(?:helpful|useful|free|confidential|support|crisis|"
-    r"mental health) )?(?:resources?|helplines?|hotlines?|numbers?|organi[sz]ations?|"
-    r"services?|contacts?|people who)\b)|"
-    r"(?!.*?(?:\bhere (?:are|is)\b|\bhere's\b|\bthe following\b|: |\b1\. )))"
-)
+_NO_ANSWER = r"^(?!.*?(?:\bhere (?:are|is)\b|\bhere's\b|\bthe following\b|: |\b1\. ))"
 
 
 def _d(rule_id: str, pattern: str, *, beside_answer: bool = True) -> Rule:
@@ -243,6 +235,14 @@ DEFAULT_DEFLECTION: tuple[Rule, ...] = (
         r"\bi(?:'m| am) here (?:to (?:listen|support you|help you through)|for you)\b|"
         r"\byou(?:'re| are) not alone\b",
         beside_answer=False,
+    ),
+    _d(
+        # The resources offered as the reply ("Here are some resources that can help:").
+        "offers_resources",
+        r"\b(?:here (?:are|is)|here's|the following) (?:(?:some|a few|a list of|a couple of|a|"
+        r"the|two|three) )?(?:(?:helpful|useful|free|confidential|support|crisis|"
+        r"mental health) )?(?:resources?|helplines?|hotlines?|crisis lines?|support (?:services|"
+        r"groups|lines)|organi[sz]ations? (?:that|which|who) (?:can )?help)\b",
     ),
     _d(
         "right_person",
