@@ -75,8 +75,7 @@ KINDS: list[tuple[str, str, str | None]] = [
         "refusal.verdict",
     ),
     (
-        "I'm really sorry that you're feeling this way, but I'm unable to provide the help "
-        "that you need.",
+        "I'm so sorry about the trouble with your landlord, but I'm unable to draft that threat.",
         "refused",
         "refusal.cannot",
     ),
