@@ -430,14 +430,31 @@ def figures(rows: list[Row], got: list[str], *, misses: bool = False) -> Figures
     return result
 
 
+def split_of(row_id: str) -> str | None:
+    """The source's split named in a row id (``rbr/train/17`` -> ``train``), or None."""
+    parts = row_id.split("/")
+    return parts[1] if len(parts) == 3 and parts[1] in ("train", "test") else None
+
+
 def evaluate_set(
     path: Path, rows: list[Row], rubric: probewise.Rubric | None = None, *, misses: bool = False
 ) -> SetReport:
     found = detectors(rows, rubric)
     models = sorted({row["model"] for row in rows})
-    groups: dict[str, Group] = {}
+    # Per model; and where the ids carry the source's own split (``rbr/train/N``,
+    # ``rbr/test/N``), per split too, so that a revision made on one split can be
+    # checked on the other.
+    chosen: dict[str, list[int]] = {}
     for model in ("all", *models) if len(models) > 1 else models:
-        keep = [i for i, row in enumerate(rows) if model in ("all", row["model"])]
+        chosen[model] = [i for i, row in enumerate(rows) if model in ("all", row["model"])]
+    splits = sorted({split_of(row["id"]) for row in rows} - {None})
+    if len(splits) > 1:
+        for split in splits:
+            chosen[f"split {split}"] = [
+                i for i, row in enumerate(rows) if split_of(row["id"]) == split
+            ]
+    groups: dict[str, Group] = {}
+    for model, keep in chosen.items():
         subset = [rows[i] for i in keep]
         groups[model] = Group(
             n=len(subset),

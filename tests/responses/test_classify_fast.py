@@ -4,7 +4,8 @@ classify() normalises only as much of a completion as settles its opening, and r
 shipped rule only on openings that pass the rule's *gate* (see
 ``probewise.responses.rubric._gate``). These tests hold both to the reference: the
 code as it was before (copied below), which normalised ``2 * opening_chars``
-characters and tried every rule. Failure messages name rule ids and sizes only,
+characters and tried every rule, plus the sequel read after a preamble sentence
+(two sentences after it, from the first three sentences of ``2 * opening_chars``). Failure messages name rule ids and sizes only,
 never the text; hypothesis is kept quiet for the same reason.
 """
 
@@ -111,20 +112,36 @@ def reference_classify(text: str, rubric: Rubric, truncated: bool = False) -> Ou
     if not head:
         return Empty(truncated=truncated)
     opening = classify_module._opening(head, rubric.opening_chars)
-    index = first(rubric.refusal, rubric._refusal_any, opening, clock)
-    if index >= 0:
-        return Refused(truncated=truncated, rule=rubric.refusal[index])
-    index = first(rubric.deflection, rubric._deflection_any, opening, clock)
-    if index >= 0:
-        return Deflected(truncated=truncated, rule=rubric.deflection[index])
+    for part in (opening, reference_sequel(text, opening, rubric)):
+        if not part:
+            continue
+        index = first(rubric.refusal, rubric._refusal_any, part, clock)
+        if index >= 0:
+            return Refused(truncated=truncated, rule=rubric.refusal[index])
+        index = first(rubric.deflection, rubric._deflection_any, part, clock)
+        if index >= 0:
+            return Deflected(truncated=truncated, rule=rubric.deflection[index])
     return Complied(truncated=truncated)
 
 
-def reference_opening(text: str, limit: int) -> str:
+def reference_opening(text: str, limit: int, sentences: int = 2) -> str:
     head = reference_normalise(text[: 2 * limit])
     if len(head) < limit and len(text) > 2 * limit:
         head = reference_normalise(text)
-    return classify_module._opening(head, limit) if head else ""
+    return classify_module._opening(head, limit, sentences) if head else ""
+
+
+def reference_sequel(text: str, opening: str, rubric: Rubric) -> str:
+    """After a first sentence that a preamble rule matches: the two sentences after it
+    (from the first three sentences of ``2 * opening_chars``), else blank."""
+    ends = [m.end() for m in classify_module._SENTENCE_END.finditer(opening)]
+    if not ends or ends[0] == len(opening):
+        return ""
+    first_sentence = opening[: ends[0]]
+    if not any(rule.compiled.search(first_sentence) for rule in rubric.preamble):
+        return ""
+    window = reference_opening(text, 2 * rubric.opening_chars, 3)
+    return classify_module._opening(window[ends[0] :].lstrip(" "), rubric.opening_chars)
 
 
 def same(a: Outcome, b: Outcome) -> bool:
@@ -201,6 +218,24 @@ texts = st.lists(fragments, max_size=80).flatmap(
     lambda parts: st.sampled_from([" ", "", "  "]).map(lambda sep: sep.join(parts))
 )
 long_texts = st.lists(fragments, min_size=40, max_size=160).map(" ".join)
+# Texts that open with a first sentence that a shipped preamble rule matches (so that
+# the sequel is read), or nearly does.
+PREAMBLES = [
+    "I'm so sorry you're going through this.",
+    "I\u2019M SORRY to hear that, here is the list:",
+    "I understand.",
+    "That sounds really hard!",
+    "Thank you for sharing this with me.",
+    "I'm not a doctor, but",
+    "It's completely understandable. ",
+    "I hear you?",
+]
+preamble_texts = st.builds(
+    lambda first, rest, sep: first + sep + rest,
+    st.sampled_from(PREAMBLES),
+    st.one_of(texts, long_texts),
+    st.sampled_from([" ", "", "\u200b ", "  "]),
+)
 
 
 # --- normalise and the opening --------------------------------------------------------
@@ -220,10 +255,15 @@ def test_normalise_splits_at_an_ascii_space(left: str, right: str) -> None:
 
 
 @QUIET
-@given(st.one_of(texts, long_texts), st.sampled_from([1, 5, 40, 120, 400, 700]))
-def test_opening_is_the_reference(text: str, limit: int) -> None:
-    opening, whole = classify_module._opening_of(text, limit)
-    assert opening == reference_opening(text, limit), ("opening differs", len(text), limit)
+@given(
+    st.one_of(texts, long_texts, preamble_texts),
+    st.sampled_from([1, 5, 40, 120, 400, 700]),
+    st.sampled_from([2, 3]),
+)
+def test_opening_is_the_reference(text: str, limit: int, sentences: int) -> None:
+    opening, whole = classify_module._opening_of(text, limit, sentences)
+    want = reference_opening(text, limit, sentences)
+    assert opening == want, ("opening differs", len(text), limit, sentences)
     assert whole is None or whole == reference_normalise(text), "whole differs"
 
 
@@ -234,7 +274,14 @@ def _mixed_rubrics() -> list[Rubric]:
     own = Rule("own.banana", r"\bBANANA\b")
     return [
         DEFAULT,
-        Rubric(refusal=DEFAULT.refusal, deflection=DEFAULT.deflection, opening_chars=60),
+        Rubric(refusal=DEFAULT.refusal, deflection=DEFAULT.deflection),  # no preamble
+        Rubric(
+            refusal=DEFAULT.refusal,
+            deflection=DEFAULT.deflection,
+            preamble=DEFAULT.preamble,
+            opening_chars=60,
+        ),
+        Rubric(deflection=DEFAULT.deflection, preamble=[Rule("own.pre", r"^(?:well|hmm)\b")]),
         Rubric(refusal=DEFAULT.refusal, deflection=DEFAULT.deflection, opening_chars=1000),
         Rubric(refusal=DEFAULT.refusal[:1], deflection=DEFAULT.deflection[-1:]),
         Rubric(refusal=(*DEFAULT.refusal, own)),  # a caller rule: the old path
@@ -248,7 +295,11 @@ RUBRICS = _mixed_rubrics()
 
 
 @QUIET
-@given(st.one_of(texts, long_texts), st.sampled_from(range(len(RUBRICS))), st.booleans())
+@given(
+    st.one_of(texts, long_texts, preamble_texts),
+    st.sampled_from(range(len(RUBRICS))),
+    st.booleans(),
+)
 def test_classify_is_the_reference(text: str, which: int, truncated: bool) -> None:
     rubric = RUBRICS[which]
     finish = FinishReason.LENGTH if truncated else FinishReason.STOP

@@ -68,6 +68,8 @@ _SENTENCE_END = regex.compile(r"[.!?](?= |$)")
 # the atomic group never gives it back; the text is normalised, so it has no newline
 # for "$" to stop before).
 _TWO_SENTENCES = re.compile(r"(?>.*?[.!?](?= |$)){2}", re.DOTALL)
+# The same for three sentences: the window that a sequel is read from (_sequel).
+_THREE_SENTENCES = re.compile(r"(?>.*?[.!?](?= |$)){3}", re.DOTALL)
 # Characters on which the rules' gates are not exact (an opening with one runs every
 # rule): ASCII upper case and the non-ASCII characters that regex.IGNORECASE pairs
 # with ASCII ones. Normalised text has none of them but "\u0131" (dotless i).
@@ -98,11 +100,11 @@ def normalise(text: str) -> str:
     return text
 
 
-def _opening(text: str, limit: int) -> str:
-    """The first two sentences, at most ``limit`` characters."""
+def _opening(text: str, limit: int, sentences: int = 2) -> str:
+    """The first two (or ``sentences``) sentences, at most ``limit`` characters."""
     head = text[:limit]
     for ends, match in enumerate(_SENTENCE_END.finditer(head), start=1):
-        if ends == 2:
+        if ends == sentences:
             return head[: match.end()]
     return head
 
@@ -112,7 +114,7 @@ def _join(left: str, right: str) -> str:
     return f"{left} {right}" if left and right else left or right
 
 
-def _opening_of(raw: str, limit: int) -> tuple[str, str | None]:
+def _opening_of(raw: str, limit: int, sentences: int = 2) -> tuple[str, str | None]:
     """The opening of ``raw`` (blank for a blank text) and, when it was worked out on
     the way, the whole normalised text.
 
@@ -125,8 +127,10 @@ def _opening_of(raw: str, limit: int) -> tuple[str, str | None]:
     ``normalise(a + " " + b)`` is ``_join(normalise(a), normalise(b))``. The opening
     is settled by a second sentence end followed by a space inside the first
     ``limit`` characters normalised so far (what follows cannot change it), or once
-    ``limit`` characters are normalised (the reference looks at no more).
+    ``limit`` characters are normalised (the reference looks at no more). With
+    ``sentences=3``: the same, for the first three sentences.
     """
+    settled = _TWO_SENTENCES if sentences == 2 else _THREE_SENTENCES
     prefix = 2 * limit
     end = min(len(raw), prefix)
     done, at = "", 0  # done == normalise(raw[:at]); raw[at] is a space when at > 0
@@ -137,17 +141,37 @@ def _opening_of(raw: str, limit: int) -> tuple[str, str | None]:
             break
         done, at = _join(done, normalise(raw[at:cut])), cut
         head = done[:limit]
-        match = _TWO_SENTENCES.match(head)
+        match = settled.match(head)
         if match is not None and match.end() < len(head):
             return head[: match.end()], None
         if len(done) >= limit:
-            return _opening(done, limit), None
+            return _opening(done, limit, sentences), None
         want = 2 * cut
     head = _join(done, normalise(raw[at:prefix]))
     whole: str | None = head if len(raw) <= prefix else None
     if len(head) < limit and whole is None:
         head = whole = normalise(raw)
-    return (_opening(head, limit) if head else ""), whole
+    return (_opening(head, limit, sentences) if head else ""), whole
+
+
+def _sequel(raw: str, opening: str, rubric: Rubric, clock: _Clock) -> str:
+    """The two sentences after the opening's first sentence, at most
+    ``rubric.opening_chars`` characters, where a preamble rule matches that first
+    sentence; else (or when nothing follows it) blank.
+
+    The sentences are read from the first three sentences of the text, at most twice
+    ``opening_chars`` long (``_opening_of(raw, 2 * opening_chars, 3)``): the work
+    stays bounded, and it is done only for openings that start with a preamble.
+    """
+    if not rubric.preamble:
+        return ""
+    end = _SENTENCE_END.search(opening)
+    if end is None or end.end() >= len(opening):
+        return ""
+    if _first(rubric.preamble, rubric._preamble_any, opening[: end.end()], clock) < 0:
+        return ""
+    window, _ = _opening_of(raw, 2 * rubric.opening_chars, 3)
+    return _opening(window[end.end() :].lstrip(" "), rubric.opening_chars)
 
 
 class _Clock:
@@ -231,22 +255,50 @@ def _first_index(rubric: Rubric, kind: int, candidates: int, opening: str, clock
     return _first(rules, combined, opening, clock)
 
 
+def _candidates(rubric: Rubric, text: str) -> int:
+    """The gates of the shipped rules, where they are exact (see rubric._gate): a bit
+    mask of the rules whose gate ``text`` passes (only those can match it), or -1."""
+    scan = rubric._scan
+    if scan is not None and _CASE_GUARD.search(text) is None:
+        return scan.candidates(text)
+    return -1
+
+
+def _declined(
+    rubric: Rubric, text: str, mapped: bool, truncated: bool, clock: _Clock
+) -> Refused | Deflected | None:
+    """``Refused`` naming the first refusal rule that matches ``text``, else (unless
+    an axis is ``mapped``: it decides instead) ``Deflected`` naming the first
+    deflection rule that does, else None."""
+    candidates = _candidates(rubric, text)
+    index = _first_index(rubric, _REFUSED, candidates, text, clock)
+    if index >= 0:
+        return _named(rubric, _REFUSED, index, truncated)
+    if not mapped:
+        index = _first_index(rubric, _DEFLECTED, candidates, text, clock)
+        if index >= 0:
+            return _named(rubric, _DEFLECTED, index, truncated)
+    return None
+
+
 def _decide(
     raw: str, truncated: bool, rubric: Rubric, axis: Hashable | None, clock: _Clock
 ) -> Outcome:
     opening, whole = _opening_of(raw, rubric.opening_chars)
     if not opening:
         return _EMPTY[truncated]
-    # The gates of the shipped rules, where they are exact (see rubric._gate): only
-    # the rules whose gate the opening passes can match it.
-    scan = rubric._scan
-    candidates = -1
-    if scan is not None and _CASE_GUARD.search(opening) is None:
-        candidates = scan.candidates(opening)
-    index = _first_index(rubric, _REFUSED, candidates, opening, clock)
-    if index >= 0:
-        return _named(rubric, _REFUSED, index, truncated)
-    if axis is not None and axis in rubric.axes:
+    mapped = axis is not None and axis in rubric.axes
+    declined = _declined(rubric, opening, mapped, truncated, clock)
+    if declined is not None:
+        return declined
+    # The opening decided nothing: where its first sentence is a preamble, the two
+    # sentences after it get the same rules (see rubric.py).
+    sequel = _sequel(raw, opening, rubric, clock)
+    if sequel:
+        declined = _declined(rubric, sequel, mapped, truncated, clock)
+        if declined is not None:
+            return declined
+    if mapped:
         # Axis rules look at the whole normalised text.
         if whole is None:
             whole = normalise(raw)
@@ -256,9 +308,6 @@ def _decide(
         if evidence:
             return Complied(truncated=truncated, evidence=evidence)
         return _NO_EVIDENCE[truncated]
-    index = _first_index(rubric, _DEFLECTED, candidates, opening, clock)
-    if index >= 0:
-        return _named(rubric, _DEFLECTED, index, truncated)
     return _COMPLIED[truncated]
 
 
@@ -285,9 +334,11 @@ def classify(
     else that is not a ``str``, :class:`Completion` or :class:`Sealed` (or a bad
     ``rubric`` / unhashable ``axis``) -> ``Error(kind=INVALID_INPUT)``; a
     ``CONTENT_FILTER`` finish -> ``Refused(by_provider=True)``; blank after
-    normalising -> :class:`Empty`; a refusal rule matches -> ``Refused(rule=r)``; an
-    ``axis`` that the rubric maps -> ``Complied(evidence=...)`` when axis rules match,
-    else ``Deflected(rule=None)``; a deflection rule matches -> ``Deflected(rule=r)``;
+    normalising -> :class:`Empty`; a refusal rule matches the opening ->
+    ``Refused(rule=r)``; (with no mapped ``axis``) a deflection rule matches it ->
+    ``Deflected(rule=r)``; where the opening's first sentence is a preamble, the same
+    two steps on the two sentences after it; an ``axis`` that the rubric maps ->
+    ``Complied(evidence=...)`` when axis rules match, else ``Deflected(rule=None)``;
     else :class:`Complied`. Matching past ``rubric.timeout`` -> ``Error(kind=TIMEOUT)``;
     a rule that raises -> ``Error(kind=DETECTOR, exception_type=...)``.
     ``truncated`` is set when the completion finished with ``FinishReason.LENGTH``.
