@@ -44,17 +44,53 @@ def test_preflight_packed_with_an_all_ones_mask_fails_naming_the_layers(
     assert out.rstrip().endswith("FAILED")
 
 
-def test_preflight_packed_by_position_ids_keeps_documents_apart(
+def test_preflight_packed_with_the_configs_use_cache_fails_naming_the_fix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["preflight", "--seq", "512", "--batch", "1", "--packed", "--json"]) == 0
+    # Gemma 3's config has use_cache true (the default): a plain training forward
+    # builds a cache, and transformers then skips packed-sequence detection.
+    status = main(["preflight", "--seq", "512", "--batch", "1", "--packed"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "forward: training, use_cache from the config" in out
+    assert "FAIL  attention: packed documents kept apart layers 0-61" in out
+    assert "config.use_cache=False, pass use_cache=False in the forward" in out
+    assert "gradient checkpointing" in out
+    assert out.rstrip().endswith("FAILED")
+
+
+@pytest.mark.parametrize(
+    "flags", [["--use-cache", "off"], ["--gradient-checkpointing"]], ids=["off", "checkpointing"]
+)
+def test_preflight_packed_without_a_cache_keeps_documents_apart(
+    flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["preflight", "--seq", "512", "--batch", "1", "--packed", "--json", *flags]
+    assert main(argv) == 0
     document = json.loads(capsys.readouterr().out)
     checks = {c["name"]: c for c in document["checks"]}
     assert checks["attention: packed documents kept apart"]["status"] == "pass"
     assert checks["attention: SDPA fast path"]["status"] == "warn"  # block masks cost flash
     assert document["passed"] is True
-    assert document["masks"]["scenario"]["documents"] == [128, 128, 128, 128]
+    scenario = document["masks"]["scenario"]
+    assert scenario["documents"] == [128, 128, 128, 128]
+    assert scenario["use_cache"] is (False if flags[0] == "--use-cache" else None)
+    assert scenario["gradient_checkpointing"] is (flags[0] == "--gradient-checkpointing")
+    assert document["masks"]["kv_cache"] is False
     assert len(document["masks"]["layers"]) == 62
+
+
+def test_gradient_checkpointing_keeps_the_cache_in_an_inference_forward(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["masks", "llama3-8b", "--seq", "64", "--packed", "--gradient-checkpointing"]
+    assert main([*argv, "--inference", "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["kv_cache"] is True
+    assert document["failure"].startswith("CrossDocumentAttentionError: 32 of 32 layers")
+    assert main([*argv, "--use-cache", "on"]) == 0  # training: transformers turns it off
+    out = capsys.readouterr().out
+    assert "forward: training, use_cache=True, gradient checkpointing on, no KV cache" in out
 
 
 def test_preflight_fails_when_a_mask_is_plain_causal_for_nothing(

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from probewise._cli_masks import (
     add_scenario_arguments,
+    forward_description,
     print_table,
     report_document,
     run_probe,
@@ -127,10 +128,9 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
                     status=Status.FAIL,
                     detail=(
                         f"layers {_ranges([x.index for x in crossing])} let documents "
-                        f"attend to each other ({'; '.join(how)}): pass position_ids "
-                        "without an attention mask"
+                        f"attend to each other ({'; '.join(how)}). Fix: {report.packing_fix()}"
                     ),
-                    figures={"layers": [x.index for x in crossing]},
+                    figures={"layers": [x.index for x in crossing], "kv_cache": report.kv_cache},
                 )
             )
         else:
@@ -138,7 +138,11 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
                 Check(
                     name="packed documents kept apart",
                     status=Status.PASS,
-                    detail=f"every layer masks block-diagonally ({len(report.scenario.documents)} documents per row)",
+                    detail=(
+                        f"every layer masks block-diagonally ({len(report.scenario.documents)} "
+                        f"documents per row; {forward_description(report)})"
+                    ),
+                    figures={"kv_cache": report.kv_cache},
                 )
             )
     lost = report.lost_fast_path()
@@ -307,6 +311,7 @@ def _run(args: argparse.Namespace) -> int:
             f"{report.scenario.describe()}, {report.dtype.value}, "
             f"sm{report.capability[0]}{report.capability[1]}; lengths: {source}"
         )
+        print(f"forward: {forward_description(report)}")
         print()
         for check in checks:
             print(f"{check.status.value.upper():<5} {check.name:<32} {check.detail}")
