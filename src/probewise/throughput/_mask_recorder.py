@@ -327,8 +327,8 @@ def record_sdpa_calls(
     if not getattr(model_class, "_supports_sdpa", False):
         raise UnsupportedModelError(
             f"{model_class.__name__} does not support attn_implementation='sdpa' in transformers "
-            f"{transformers.__version__} (model_type {text.model_type!r}); the probe records SDPA "
-            "calls, so it cannot say anything about this model's attention"
+            f"{transformers.__version__} (model_type {text.model_type!r}){_sdpa_refusal(text)}; "
+            "the probe records SDPA calls, so it cannot say anything about this model's attention"
         )
     heads = int(getattr(text, "num_attention_heads", 1) or 1)
     stated = _head_dims(text.to_dict(), int(getattr(text, "hidden_size", heads) or heads), heads)
@@ -355,6 +355,20 @@ def record_sdpa_calls(
             "SDPA (e.g. linear-attention layers only), so there is nothing to probe"
         )
     return run
+
+
+def _sdpa_refusal(text: PretrainedConfig) -> str:
+    """transformers' own reason for refusing SDPA, read by asking it to build the
+    (shrunk, meta-device) model: ``": transformers says ..."``, or empty."""
+    try:
+        shrunk = _shrunk(text, narrow=True)
+        with _quiet_transformers(), torch.device("meta"):
+            transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
+                shrunk, attn_implementation="sdpa"
+            )
+    except Exception as error:  # any refusal: only its text is wanted
+        return f": transformers says {str(error).split('. ')[0]!r}"
+    return ""
 
 
 _Inputs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64] | None]
