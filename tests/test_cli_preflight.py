@@ -169,3 +169,48 @@ def test_synthetic_lengths_are_fixed() -> None:
     assert (a == b).all()
     assert a.min() >= 16
     assert a.max() <= 32_768
+
+
+def test_a_bad_config_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.resources
+
+    resource = importlib.resources.files("probewise.throughput") / "configs" / "llama3-8b.json"
+    data = json.loads(resource.read_text(encoding="utf-8"))
+    data.update(num_hidden_layers=2, layer_types=["full_attention", "bogus"])
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(data))
+    for argv in (["masks", str(config)], ["preflight", "--config", str(config)]):
+        assert main([*argv, "--seq", "32"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "layer_types" in err
+
+
+def test_preflight_tokenizer_folder_missing_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "a b c"}\n')
+    missing = tmp_path / "no-such-tokenizer"
+    assert main(["preflight", "--lengths", str(texts), "--tokenizer", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"--tokenizer: no such folder: {missing}" in err
+    assert main(["preflight", "--tokenizer", str(tmp_path)]) == 2
+    assert "--tokenizer needs --lengths" in capsys.readouterr().err
+
+
+def test_masks_shows_progress_on_stderr_past_the_delay(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise.throughput import _mask_recorder
+
+    # A config with thousands of layers passes the 2 s delay; here the delay is 0.
+    monkeypatch.setattr(_mask_recorder, "PROGRESS_DELAY_S", 0.0)
+    assert main(["masks", "llama3-8b", "--seq", "32", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "mask probe (llama)" in captured.err
+    assert "/32 [" in captured.err
+    assert json.loads(captured.out)["model_type"] == "llama"  # stdout stays clean

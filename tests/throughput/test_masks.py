@@ -565,3 +565,31 @@ def test_predicted_backend_per_layer(
     layers = of_type(report, layer_type)
     assert layers
     assert {layer.backend for layer in layers} == {backend}
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"hidden_size": "4096"}, "hidden_size"),
+        ({"num_hidden_layers": 2.5}, "num_hidden_layers"),
+        ({"num_attention_heads": 0}, "num_attention_heads"),
+        ({"num_key_value_heads": 3}, "num_key_value_heads"),
+        ({"num_attention_heads": 30, "num_key_value_heads": 6}, "attention heads"),
+        ({"layer_types": ["full_attention", "bogus"]}, "layer_types"),
+        ({"layer_types": ["full_attention"]}, "layer_types"),
+        ({"rope_scaling": {"rope_type": "nope", "factor": 2.0}}, "rope_type 'nope'"),
+    ],
+)
+def test_a_config_transformers_refuses_is_an_input_error_naming_the_field(
+    fields: dict[str, object], named: str
+) -> None:
+    # Before: StrictDataclass*ValidationError, ZeroDivisionError or KeyError tracebacks.
+    data = {**bundled("llama3-8b"), "num_hidden_layers": 2, **fields}
+    with pytest.raises(InvalidInputError, match=named) as caught:
+        probe_masks(data, MaskScenario(seq_len=16), dtype="bf16")
+    assert "\n" not in str(caught.value)
+
+
+def test_an_unknown_model_type_is_unsupported() -> None:
+    with pytest.raises(UnsupportedModelError, match="no model_type 'no-such-model'"):
+        probe_masks({"model_type": "no-such-model"}, MaskScenario(seq_len=16), dtype="bf16")

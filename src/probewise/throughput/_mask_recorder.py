@@ -38,6 +38,7 @@ import torch
 import tqdm
 import transformers
 from transformers import AutoConfig, PretrainedConfig
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from probewise.errors import InvalidInputError, UnsupportedModelError
@@ -119,13 +120,94 @@ def _from_dict(data: dict[str, object], where: str) -> PretrainedConfig:
         raise InvalidInputError(f'{where} has no model_type; add e.g. "model_type": "llama"')
     # "_probewise..." keys are notes in the bundled configs, not config fields.
     rest = {k: v for k, v in data.items() if k != "model_type" and not k.startswith("_probewise")}
-    try:
-        return AutoConfig.for_model(model_type, **rest)  # pyright: ignore[reportUnknownMemberType]
-    except (ValueError, TypeError, KeyError) as error:
+    _check_sizes(rest, where)
+    text_config = rest.get("text_config")
+    if isinstance(text_config, Mapping):
+        _check_sizes(cast("Mapping[str, object]", text_config), f"{where} (text_config)")
+    if model_type not in CONFIG_MAPPING:
         raise UnsupportedModelError(
-            f"transformers {transformers.__version__} cannot build a config of model_type "
-            f"{model_type!r} from {where}: {error}"
+            f"transformers {transformers.__version__} has no model_type {model_type!r} "
+            f"(from {where})"
+        )
+    try:
+        with _quiet_transformers():  # its log lines about the fields: the error says it
+            return AutoConfig.for_model(model_type, **rest)  # pyright: ignore[reportUnknownMemberType]
+    except Exception as error:  # transformers' and huggingface_hub's own types
+        # e.g. StrictDataclassFieldValidationError, which names the field itself.
+        raise InvalidInputError(
+            f"transformers {transformers.__version__} refuses the {model_type} config in "
+            f"{where}: {_one_line(error)}"
         ) from None
+
+
+# Size fields that every family reads as positive integers, checked before transformers
+# sees them: some it refuses with a multi-line error, some end in a ZeroDivisionError.
+_SIZE_FIELDS = (
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "intermediate_size",
+    "head_dim",
+    "vocab_size",
+    "sliding_window",
+    "max_position_embeddings",
+)
+
+
+def _check_sizes(data: Mapping[str, object], where: str) -> None:
+    for name in _SIZE_FIELDS:
+        value = data.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInputError(
+                f"{name} in {where} must be a positive integer, got "
+                f"{type(value).__name__} {value!r}"
+            )
+    heads, kv_heads = data.get("num_attention_heads"), data.get("num_key_value_heads")
+    if isinstance(heads, int) and isinstance(kv_heads, int) and heads % kv_heads:
+        raise InvalidInputError(
+            f"num_key_value_heads ({kv_heads}) in {where} must divide num_attention_heads "
+            f"({heads}): each key/value head serves a whole group of query heads"
+        )
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception as one line: its type and its message with whitespace collapsed."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _rope_types(data: object, path: str = "") -> list[tuple[str, str]]:
+    """Every ``rope_type`` in a config dict, with where it sits (``rope_scaling.rope_type``)."""
+    found: list[tuple[str, str]] = []
+    if isinstance(data, Mapping):
+        for key, value in cast("Mapping[object, object]", data).items():
+            where = f"{path}.{key}" if path else str(key)
+            if key in ("rope_type", "type") and isinstance(value, str) and "rope" in path:
+                found.append((where, value))
+            else:
+                found.extend(_rope_types(value, where))
+    return found
+
+
+def _build_error(error: Exception, config: PretrainedConfig) -> InvalidInputError:
+    """Why transformers could not build the model, naming the config field when it is
+    one the probe can tell (an unknown rope type)."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    known = {"default", *ROPE_INIT_FUNCTIONS}
+    for where, value in _rope_types(config.to_dict()):
+        if value not in known:
+            return InvalidInputError(
+                f"{where} {value!r} is not a rope type transformers {transformers.__version__} "
+                f"knows ({', '.join(sorted(known))})"
+            )
+    return UnsupportedModelError(
+        f"transformers {transformers.__version__} could not build {type(config).__name__}'s "
+        f"model for the probe: {_one_line(error)}"
+    )
 
 
 def _text_config(config: PretrainedConfig) -> PretrainedConfig:
@@ -195,9 +277,9 @@ def _shrunk(config: PretrainedConfig, *, narrow: bool) -> PretrainedConfig:
     data.pop("model_type", None)
     try:
         return type(config).from_dict(data)  # pyright: ignore[reportUnknownMemberType]
-    except (ValueError, TypeError, AttributeError, KeyError) as error:
+    except Exception as error:  # transformers' and huggingface_hub's own types
         raise UnsupportedModelError(
-            f"cannot shrink {type(config).__name__} for the probe: {error}"
+            f"cannot shrink {type(config).__name__} for the probe: {_one_line(error)}"
         ) from None
 
 
@@ -453,13 +535,16 @@ def _build_and_run(
     bar: tqdm.tqdm[NoReturn],
 ) -> RecordedRun:
     num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
-    with torch.device("meta"):
-        model = cast(
-            "torch.nn.Module",
-            transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
-                copy.deepcopy(shrunk), attn_implementation="sdpa", dtype=torch_dtype
-            ),
-        )
+    try:
+        with torch.device("meta"):
+            model = cast(
+                "torch.nn.Module",
+                transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
+                    copy.deepcopy(shrunk), attn_implementation="sdpa", dtype=torch_dtype
+                ),
+            )
+    except Exception as error:  # whatever the config made transformers raise
+        raise _build_error(error, text) from None
     layers = _decoder_layers(model, num_layers)
     init_weights = cast("Callable[[torch.nn.Module], None]", model._init_weights)
     for child in model.children():
