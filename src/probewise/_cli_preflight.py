@@ -146,7 +146,7 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
                     status=Status.PASS,
                     detail=(
                         f"every layer masks block-diagonally ({len(report.scenario.documents)} "
-                        f"documents per row; {forward_description(report)})"
+                        "documents per row)"
                     ),
                     figures={"kv_cache": report.kv_cache},
                 )
