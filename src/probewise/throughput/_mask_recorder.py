@@ -150,9 +150,7 @@ _SIZE_FIELDS = (
     "intermediate_size",
     "head_dim",
     "vocab_size",
-    "sliding_window",
-    "max_position_embeddings",
-)
+)  # not sliding_window: published configs use null and sometimes 0 for "none"
 
 
 def _check_sizes(data: Mapping[str, object], where: str) -> None:
