@@ -321,11 +321,41 @@ def _write_all(handle: int, data: bytes) -> None:
         view = view[os.write(handle, view) :]
 
 
-def _lines(outcomes: Mapping[Hashable, Outcome]) -> bytes:
+def _fragment(outcome: Outcome) -> str:
+    return json.dumps(_record(outcome), separators=(",", ":"), allow_nan=False)
+
+
+def _lines(outcomes: Mapping[Hashable, Outcome], fragments: _Fragments | None = None) -> bytes:
+    """One line holding ``outcomes`` (empty for none). ``fragments`` caches each
+    outcome's JSON: classify() hands out the same few outcome objects again and again."""
     if not outcomes:
         return b""
-    batch = [[_key(k), _record(v)] for k, v in outcomes.items()]
-    return (json.dumps(batch, separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
+    parts: list[str] = []
+    for prompt_id, outcome in outcomes.items():
+        fragment = _fragment(outcome) if fragments is None else fragments.of(outcome)
+        parts.append(f"[{json.dumps(_key(prompt_id))},{fragment}]")
+    return ("[" + ",".join(parts) + "]\n").encode("ascii")
+
+
+@final
+class _Fragments:
+    """Outcome JSON by outcome object (held, so that its id is not reused)."""
+
+    __slots__ = ("_known",)
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Outcome, str]] = {}
+
+    def of(self, outcome: Outcome) -> str:
+        known = self._known.get(id(outcome))
+        if known is not None and known[0] is outcome:
+            return known[1]
+        if len(self._known) >= self.LIMIT:
+            self._known.clear()
+        fragment = _fragment(outcome)
+        self._known[id(outcome)] = (outcome, fragment)
+        return fragment
 
 
 def _create(path: Path, outcomes: Mapping[Hashable, Outcome]) -> None:
@@ -360,6 +390,7 @@ class Journal:
         self._synced = time.monotonic()
         self._sync_cost = 0.0
         self._dirty = False
+        self._fragments = _Fragments()
 
     @classmethod
     def open(cls, path: Path, rubric: Rubric) -> tuple[Journal, dict[Hashable, Outcome]]:
@@ -386,7 +417,7 @@ class Journal:
         """Append one batch's outcomes as one line (fsynced as the module says)."""
         if self._handle is None:
             raise InvalidInputError(f"the checkpoint {self.path} is closed")
-        data = _lines(outcomes)
+        data = _lines(outcomes, self._fragments)
         if not data:
             return
         _write_all(self._handle, data)

@@ -120,8 +120,8 @@ class _Progress:
         self.bar.close()
 
 
-def _batch_size(generate: object) -> int:
-    if isinstance(generate, BatchGenerate):
+def _batch_size(generate: object, batched: bool) -> int:
+    if batched:
         size = cast("object", cast("BatchGenerate[object]", generate).batch_size)
         if isinstance(size, int) and size >= 1:
             return size
@@ -149,7 +149,9 @@ def _sealed(result: object) -> Completion | Sealed | Error:
     return Error(kind=ErrorKind.INVALID_INPUT)
 
 
-def _generate_chunk(prompts: list[P], generate: object) -> list[Completion | Sealed | Error]:
+def _generate_chunk(
+    prompts: list[P], generate: object, batched: bool
+) -> list[Completion | Sealed | Error]:
     """Each prompt's sealed completion, or the Error outcome of its generation.
 
     An ``Exception`` from the generator is that prompt's (or, from
@@ -159,7 +161,7 @@ def _generate_chunk(prompts: list[P], generate: object) -> list[Completion | Sea
     """
     out: list[Completion | Sealed | Error] = []
     stop: BaseException | None = None
-    if isinstance(generate, BatchGenerate):
+    if batched:
         batch = cast("BatchGenerate[P]", generate)
         try:
             results = cast("object", batch.generate_batch(prompts))
@@ -229,10 +231,12 @@ def _outcomes(
     tally = ArmTally.of(outcomes.values())
     items = [(k, p) for k, p in prompts.items() if k not in outcomes]
     try:
-        size = _batch_size(generate)
+        # (Once: isinstance against a runtime-checkable Protocol is slow.)
+        batched = isinstance(generate, BatchGenerate)
+        size = _batch_size(generate, batched)
         for start in range(0, len(items), size):
             chunk = items[start : start + size]
-            results = _generate_chunk([p for _, p in chunk], generate)
+            results = _generate_chunk([p for _, p in chunk], generate, batched)
             batch: dict[Hashable, Outcome] = {}
             for (prompt_id, _prompt), result in zip(chunk, results, strict=True):
                 if isinstance(result, Error):
