@@ -331,3 +331,31 @@ def test_resume_after_a_real_kill(tmp_path: Path) -> None:
     tally = run_arm(prompts, generate, checkpoint=checkpoint, progress=False)
     assert len(calls) == 40 - done
     assert tally.complied == 40
+
+
+class _YieldsResults:
+    """A BatchGenerate whose generate_batch returns a generator, not a list."""
+
+    batch_size = 2
+
+    def generate_batch(self, prompts: list[str]) -> object:
+        return (Completion("Here is the answer.") for _ in prompts)
+
+
+def test_a_batch_generator_returning_a_generator_is_a_typed_error() -> None:
+    from probewise.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="generate_batch must return a sequence"):
+        run_arm({"a": "x", "b": "y"}, _YieldsResults(), progress=False)  # type: ignore[arg-type]
+
+
+def test_paired_result_and_mcnemar_errors_are_typed() -> None:
+    from probewise import ArgumentTypeError, InvalidInputError, McNemar
+
+    result = run_paired(PROMPTS, from_table(ARM_A), from_table(ARM_B), progress=False)
+    with pytest.raises(ArgumentTypeError, match="OutcomeBucket"):
+        result.test("complied")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="p_value"):
+        McNemar(bucket=OutcomeBucket.EMPTY, only_a=0, only_b=0, p_value=1.5)
+    with pytest.raises(ArgumentTypeError, match="p_value"):
+        McNemar(bucket=OutcomeBucket.EMPTY, only_a=0, only_b=0, p_value="x")  # type: ignore[arg-type]
