@@ -8,10 +8,10 @@ digits). A record names the bucket (``b``), the truncation flag (``t``), the rul
 (``r``, or ``ev`` for axis evidence; resolved against the rubric on resume), the
 provider flag (``p``) and the error kind (``k``), and nothing else.
 
-Writing: the header is created atomically (a temporary file in the same folder,
-fsynced, then ``os.replace``); after that each batch is one ``write`` of one whole
-line to the file opened for appending, so a batch costs O(batch), whatever the
-run's length. The line is in the kernel as soon as the write returns, so a killed
+Writing: the file is opened for appending (a new one gets its header line first:
+a crash before that line is whole leaves a prefix of it, which reads as an empty
+journal); each batch is one ``write`` of one whole line, so a batch costs O(batch),
+whatever the run's length. The line is in the kernel as soon as the write returns, so a killed
 process loses no batch it finished. It is fsynced at once when the last fsync is at
 least :data:`SYNC_GAP` seconds (or ten times that fsync's own duration) old, and
 always when the run ends or stops: batches that come faster than that share one
@@ -245,12 +245,17 @@ class _Reader:
         self.outcomes[prompt_id] = outcome
 
     def read(self) -> None:
+        if not self.path.is_file():  # a FIFO would block, a folder cannot be read
+            raise InvalidInputError(f"the checkpoint {self.path} is not a regular file")
         try:
             data = self.path.read_bytes()
         except OSError as error:
             raise InvalidInputError(
                 f"cannot read the checkpoint {self.path}: {error.strerror}"
             ) from None
+        if _HEADER.startswith(data):  # created, and killed before the header was whole
+            self.end = 0
+            return
         first, newline, _ = data.partition(b"\n")
         try:
             header = _json(first) if newline else None
@@ -390,6 +395,7 @@ class Journal:
         self._synced = time.monotonic()
         self._sync_cost = 0.0
         self._dirty = False
+        self._new = False  # created by this open: the folder is fsynced with the first sync
         self._fragments = _Fragments()
 
     @classmethod
@@ -400,7 +406,8 @@ class Journal:
         path.parent.mkdir(parents=True, exist_ok=True)
         _remove_orphans(path)
         outcomes: dict[Hashable, Outcome] = {}
-        if path.exists():
+        fresh = not path.exists()
+        if not fresh:
             reader = _Reader(path, rubric)
             reader.read()
             outcomes = reader.outcomes
@@ -408,10 +415,14 @@ class Journal:
                 _create(path, outcomes)
             elif path.stat().st_size != reader.end:
                 os.truncate(path, reader.end)
-        else:
-            _create(path, {})
-        handle = os.open(path, os.O_WRONLY | os.O_APPEND)
-        return cls(path, handle), outcomes
+        # A new (or emptied) journal gets its header by a plain append: a crash before
+        # it is whole leaves a prefix of it, which reads as an empty journal.
+        handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        journal = cls(path, handle)
+        if fresh or os.fstat(handle).st_size == 0:
+            _write_all(handle, _HEADER)
+            journal._dirty = journal._new = True
+        return journal, outcomes
 
     def append(self, outcomes: Mapping[Hashable, Outcome]) -> None:
         """Append one batch's outcomes as one line (fsynced as the module says)."""
@@ -431,6 +442,9 @@ class Journal:
             return
         start = time.monotonic()
         os.fsync(self._handle)
+        if self._new:
+            _fsync_folder(self.path.parent)
+            self._new = False
         self._synced = time.monotonic()
         self._sync_cost = self._synced - start
         self._dirty = False

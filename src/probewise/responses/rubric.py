@@ -8,7 +8,9 @@ form: lower case, straight apostrophes (``can't``), single spaces.
 
 Refusal and deflection rules are searched in the completion's *opening*: its first
 two sentences, at most ``Rubric.opening_chars`` characters. Axis rules are searched
-in the whole normalised completion.
+in the whole normalised completion (its first 1,048,576 characters). A caller's
+pattern keeps its ``regex.search`` meaning: ``^`` and ``$`` bind to their own
+alternative (``^sorry|i won't`` finds "i won't" anywhere in the opening).
 
 The shipped (vetted) rules also carry a *gate*, derived once from their patterns by
 ``_gate``: conditions on the words and strings of a text that every text the
