@@ -181,15 +181,23 @@ def test_every_corrupt_line_is_an_invalid_input_error_naming_it(
     assert "\n" not in str(info.value)
 
 
+LONG = b'[["s:' + b"a" * 10_000 + b'",{"b":"empty","t":false}]]'
+
+
+ONE = b'[["i:1",{"b":"empty","t":false}]]'
+
+
 @pytest.mark.parametrize(
-    "second",
-    [b'[["i:1",{"b":"empty","t":false}]]', b'[["s:a",{"b":"empty","t":true}]]'],
+    ("first", "second"),
+    [(ONE, ONE), (GOOD, b'[["s:a",{"b":"empty","t":true}]]'), (LONG, LONG)],
 )
-def test_a_repeated_prompt_id_is_refused(tmp_path: Path, second: bytes) -> None:
-    first = b'[["i:1",{"b":"empty","t":false}]]' if b"i:1" in second else GOOD
+def test_a_repeated_prompt_id_is_refused(tmp_path: Path, first: bytes, second: bytes) -> None:
     path = _journal(tmp_path, [first, second])
     with pytest.raises(InvalidInputError, match=r":3: prompt id .* repeats the one on line 2"):
         _checkpoint.read(path, RUBRIC)
+    with pytest.raises(InvalidInputError) as info:
+        _checkpoint.read(path, RUBRIC)
+    assert len(str(info.value)) < 400
 
 
 def test_int_ids_over_the_digit_bound_are_refused_when_written(tmp_path: Path) -> None:

@@ -103,12 +103,16 @@ def _unkey(key: object) -> Hashable:
         return key[2:]
     match = _INT_KEY.fullmatch(key)
     if match is None:
-        shown = key if len(key) <= 40 else key[:40] + "..."
         _fail(
-            f"prompt key {shown!r} is neither s:<string> nor i:<int> "
+            f"prompt key {_short(key)!r} is neither s:<string> nor i:<int> "
             f"(canonical, at most {MAX_INT_DIGITS} digits)"
         )
     return int(match[1])
+
+
+def _short(key: str) -> str:
+    """A key cut to 40 characters, for a one-line message."""
+    return key if len(key) <= 40 else key[:40] + "..."
 
 
 def _kind(value: object) -> str:
@@ -240,7 +244,8 @@ class _Reader:
             self.fail(line, str(error))
         first = self.lines.get(prompt_id)
         if first is not None:
-            self.fail(line, f"prompt id {key!r} repeats the one on line {first}")
+            shown = _short(key) if isinstance(key, str) else key
+            self.fail(line, f"prompt id {shown!r} repeats the one on line {first}")
         self.lines[prompt_id] = line
         self.outcomes[prompt_id] = outcome
 
