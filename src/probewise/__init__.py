@@ -4,6 +4,7 @@ Everything public is re-exported here; nothing else lives in this module.
 """
 
 from probewise.errors import (
+    ArgumentTypeError,
     CalibrationError,
     CrossDocumentAttentionError,
     DamageKind,
@@ -168,6 +169,7 @@ from probewise.throughput.traces import (
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ArgumentTypeError",
     "ArmTally",
     "AttentionDtype",
     "BackendPrediction",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "ArgumentTypeError",
     "CalibrationError",
     "CrossDocumentAttentionError",
     "DamageKind",
@@ -33,6 +34,11 @@ class ProbewiseError(Exception):
 
 class InvalidInputError(ProbewiseError, ValueError):
     """An argument has the right type but a value the operation cannot use."""
+
+
+class ArgumentTypeError(ProbewiseError, TypeError):
+    """An argument has the wrong type. The message names the argument and the type it
+    got, never its value (which might be completion text)."""
 
 
 class SealedError(ProbewiseError, TypeError):
