@@ -142,6 +142,8 @@ def lengths_options(draw: st.DrawFn) -> list[str]:
         ]
         argv += ["--ce-tokens", draw(_INTS)]
     if draw(st.booleans()):
+        argv += ["--seed", draw(_INTS)]
+    if draw(st.booleans()):
         argv += ["--source-field", "src"]
     if draw(st.booleans()):
         argv.append("--json")

@@ -358,3 +358,15 @@ def test_batch_and_bucket_sizes_beyond_int64() -> None:
 def test_wrong_types_are_invalid_input(call: Callable[[], object], match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         call()
+
+
+@pytest.mark.parametrize("seed", [-1, True, 2.5])
+def test_a_bad_seed_is_invalid_input(seed: int) -> None:
+    for call in (
+        lambda: random_batches([1, 2], batch_size=1, seed=seed),
+        lambda: bucket_batches([1, 2], batch_size=1, bucket_size=1, seed=seed),
+        lambda: megabatch_batches([1, 2], batch_size=1, seed=seed),
+        lambda: sweep_buckets([1, 2], batch_size=1, bucket_sizes=[1], seed=seed),
+    ):
+        with pytest.raises(InvalidInputError, match="seed must be a non-negative int"):
+            call()

@@ -120,6 +120,15 @@ Batcher: TypeAlias = Callable[[IntArray, int, int, np.random.Generator], Batchin
 """A bucketing strategy for :func:`sweep_buckets`: ``(lengths, bucket_size, batch_size, rng)``."""
 
 
+def _rng(seed: int) -> np.random.Generator:
+    """``numpy.random.default_rng(seed)``, with a bad seed named as such."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise InvalidInputError(f"seed must be a non-negative int, got a {type(seed).__name__}")
+    if seed < 0:
+        raise InvalidInputError(f"seed must be a non-negative int, got {seed}")
+    return np.random.default_rng(seed)
+
+
 def _check_batch_size(batch_size: int) -> None:
     if batch_size < 1:
         raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
@@ -173,7 +182,7 @@ def random_batches(lengths: Lengths, *, batch_size: int, seed: int = 0) -> Batch
     """The baseline: a random permutation cut into runs of ``batch_size``, batches shuffled."""
     _check_batch_size(batch_size)
     values = lengths_array(lengths)
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     perm = rng.permutation(values.size).astype(np.int64)
     starts = np.arange(0, values.size, min(batch_size, int(values.size)), dtype=np.int64)
     return _shuffle_batches(perm, starts, rng)
@@ -186,9 +195,7 @@ def bucket_batches(
     _check_batch_size(batch_size)
     if bucket_size < 1:
         raise InvalidInputError(f"bucket_size must be >= 1, got {bucket_size}")
-    return _bucket_batching(
-        lengths_array(lengths), bucket_size, batch_size, np.random.default_rng(seed)
-    )
+    return _bucket_batching(lengths_array(lengths), bucket_size, batch_size, _rng(seed))
 
 
 def _default_megabatch(n: int, batch_size: int) -> int:
@@ -209,7 +216,7 @@ def megabatch_batches(
     mult = _default_megabatch(values.size, batch_size) if megabatch is None else megabatch
     if mult < 1:
         raise InvalidInputError(f"megabatch must be >= 1, got {mult}")
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     perm = rng.permutation(values.size).astype(np.int64)
     group = np.arange(values.size, dtype=np.int64) // min(mult * batch_size, int(values.size))
     order = perm[np.lexsort((-values[perm], group))]
