@@ -320,6 +320,8 @@ def run_child(argv: Sequence[str], *, timeout: float = 60.0) -> tuple[int, str]:
 def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
     fifo = tmp_path / "lengths.fifo"
     os.mkfifo(fifo)
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("5\n9\n")
     for argv in (
         ["lengths", str(fifo)],
         ["buckets", str(fifo), "--batch-size", "2"],
@@ -328,6 +330,13 @@ def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
         code, err = run_child(argv, timeout=30)
         assert code == 2, err
         assert "FIFO" in err
+    for argv in (  # a FIFO as the output: writing one would wait for a reader
+        ["lengths", str(lengths), "--plot", str(fifo)],
+        ["fit", "1:1", "2:2", "3:4", "--plot", str(fifo)],
+    ):
+        code, err = run_child(argv, timeout=30)
+        assert code == 2, err
+        assert "not a regular file" in err
 
 
 @pytest.mark.parametrize(
