@@ -445,3 +445,16 @@ def test_huge_values_are_answered(
     (tmp_path / "big.txt").write_text(f"5\n{10**12}\n")
     assert main([a.format(dir=tmp_path) for a in argv]) == 0
     assert "bucket sweep" in capsys.readouterr().out
+
+
+def test_ctrl_c_while_the_subcommands_import_is_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise import cli
+
+    def interrupted() -> argparse.ArgumentParser:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert main(["fit", "1:1"]) == 130
+    assert capsys.readouterr().err == "probewise: interrupted\n"

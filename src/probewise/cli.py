@@ -109,27 +109,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     (one line saying how to report it; ``PROBEWISE_DEBUG=1`` prints the traceback),
     130 interrupted. argparse's own usage errors exit 2 through :class:`SystemExit`.
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = cast("Handler", args.handler)
-    command = str(args.command)
+    prefix = "probewise"
     try:
+        # Inside the try: Ctrl-C while the subcommands import (torch can take seconds)
+        # is an interruption like any other, not a traceback.
+        args = build_parser().parse_args(argv)
+        prefix = f"probewise {args.command}"
+        handler = cast("Handler", args.handler)
         return handler(args)
     except ProbewiseError as error:
         message = " ".join(str(error).split())  # one line, whatever the message held
-        print(f"probewise {command}: error: {message}", file=sys.stderr)
+        print(f"{prefix}: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # the reader went away (e.g. `probewise lengths f | head`)
         _silence_stdout()
         return 0
     except KeyboardInterrupt:
-        print(f"probewise {command}: interrupted", file=sys.stderr)
+        print(f"{prefix}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as error:
         if _debug():
             traceback.print_exc()
         print(
-            f"probewise {command}: internal error: {type(error).__name__} at {_where(error)}. "
+            f"{prefix}: internal error: {type(error).__name__} at {_where(error)}. "
             f"This is a bug in probewise, not in your input: please report it with the "
             f"command line and the output of the same command run with {DEBUG_ENV}=1",
             file=sys.stderr,

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probewise.errors import InputFileError, LengthInputError
-from probewise.throughput._length_input import MAX_LENGTH, as_lengths, read_lengths
+from probewise.errors import InputFileError, InvalidInputError, LengthInputError
+from probewise.throughput._length_input import MAX_LENGTH, LengthInput, as_lengths, read_lengths
 
 _ODD_LINES = st.sampled_from(
     [
@@ -174,3 +174,9 @@ def test_missing_and_special_files_are_input_file_errors(tmp_path: Path) -> None
         read_lengths(tmp_path / "missing")
     with pytest.raises(InputFileError, match="a device"):
         read_lengths("/dev/null")
+
+
+@pytest.mark.parametrize("codes", [[0, 0], "ab", 3])
+def test_source_codes_of_the_wrong_type_are_invalid_input(codes: object) -> None:
+    with pytest.raises(InvalidInputError, match="source_codes must be an int32 numpy array"):
+        LengthInput(lengths=[1, 2], source_codes=codes, source_names=("a",))  # type: ignore[arg-type]

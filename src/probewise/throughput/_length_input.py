@@ -172,6 +172,10 @@ class LengthInput:
             if self.source_names:
                 raise InvalidInputError("source_names given without source_codes")
             return
+        if not isinstance(codes, np.ndarray):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidInputError(
+                f"source_codes must be an int32 numpy array, got a {type(codes).__name__}"
+            )
         if codes.ndim != 1 or codes.shape[0] != self.lengths.shape[0]:
             raise InvalidInputError(
                 f"source_codes must have one code per length ({self.lengths.shape[0]}), got shape {codes.shape}"
