@@ -207,10 +207,9 @@ _POINTS = st.one_of(
     ),
 )
 def test_fit_on_damaged_points(scratch: Path, points: list[str], extra: list[list[str]]) -> None:
-    os.chdir(scratch)  # a point that happens to name a file must not read one of the repo's
-    code, out, err = run_cli(
-        ["fit", "--", *points] if not extra else ["fit", *itertools.chain(*extra), "--", *points]
-    )
+    # A point that happens to name a file must not read one of the repository's.
+    with contextlib.chdir(scratch):
+        code, out, err = run_cli(["fit", *itertools.chain(*extra), "--", *points])
     assert_contract(code, out, err)
 
 
