@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import cast
 
 import pytest
 from hypothesis import given
@@ -204,3 +205,38 @@ def test_api_errors_are_typed_and_name_the_field(
         call()
     assert isinstance(info.value, builtin), name
     assert field in str(info.value), name
+
+
+def test_compare_arms_and_its_verdict_raise_typed_errors_that_name_types_only() -> None:
+    from probewise import (
+        ArgumentTypeError,
+        Calibration,
+        ControlState,
+        ControlVerdict,
+        compare_arms,
+    )
+    from probewise.responses.tally import Proportion
+
+    canary = "CANARY-compare-arms-7f3a"
+    with pytest.raises(ArgumentTypeError, match="two ArmTally"):
+        compare_arms(cast("ArmTally", canary), ArmTally())
+    with pytest.raises(ArgumentTypeError, match="Calibration or None"):
+        compare_arms(ArmTally(), ArmTally(), calibration=cast("Calibration", canary))
+    rate = Proportion.wilson(0, 0)
+    fields = {
+        "state": ControlState.ONE_ARM,
+        "deflected_a": 0,
+        "deflected_b": 0,
+        "p_value": 1.0,
+        "failed_share_a": 0.0,
+        "failed_share_b": 0.0,
+        "rate_a": rate,
+        "rate_b": rate,
+        "alpha": 0.05,
+    }
+    ControlVerdict(**fields)  # the valid baseline builds
+    for name, bad in (("state", canary), ("deflected_a", canary), ("deflected_b", -1)):
+        with pytest.raises((ArgumentTypeError, InvalidInputError)) as caught:
+            ControlVerdict(**{**fields, name: bad})
+        assert canary not in str(caught.value)
+        assert name in str(caught.value)
