@@ -44,17 +44,53 @@ def test_preflight_packed_with_an_all_ones_mask_fails_naming_the_layers(
     assert out.rstrip().endswith("FAILED")
 
 
-def test_preflight_packed_by_position_ids_keeps_documents_apart(
+def test_preflight_packed_with_the_configs_use_cache_fails_naming_the_fix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["preflight", "--seq", "512", "--batch", "1", "--packed", "--json"]) == 0
+    # Gemma 3's config has use_cache true (the default): a plain training forward
+    # builds a cache, and transformers then skips packed-sequence detection.
+    status = main(["preflight", "--seq", "512", "--batch", "1", "--packed"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "forward: training, use_cache from the config" in out
+    assert "FAIL  attention: packed documents kept apart layers 0-61" in out
+    assert "config.use_cache=False, pass use_cache=False in the forward" in out
+    assert "gradient checkpointing" in out
+    assert out.rstrip().endswith("FAILED")
+
+
+@pytest.mark.parametrize(
+    "flags", [["--use-cache", "off"], ["--gradient-checkpointing"]], ids=["off", "checkpointing"]
+)
+def test_preflight_packed_without_a_cache_keeps_documents_apart(
+    flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["preflight", "--seq", "512", "--batch", "1", "--packed", "--json", *flags]
+    assert main(argv) == 0
     document = json.loads(capsys.readouterr().out)
     checks = {c["name"]: c for c in document["checks"]}
     assert checks["attention: packed documents kept apart"]["status"] == "pass"
     assert checks["attention: SDPA fast path"]["status"] == "warn"  # block masks cost flash
     assert document["passed"] is True
-    assert document["masks"]["scenario"]["documents"] == [128, 128, 128, 128]
+    scenario = document["masks"]["scenario"]
+    assert scenario["documents"] == [128, 128, 128, 128]
+    assert scenario["use_cache"] is (False if flags[0] == "--use-cache" else None)
+    assert scenario["gradient_checkpointing"] is (flags[0] == "--gradient-checkpointing")
+    assert document["masks"]["kv_cache"] is False
     assert len(document["masks"]["layers"]) == 62
+
+
+def test_gradient_checkpointing_keeps_the_cache_in_an_inference_forward(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["masks", "llama3-8b", "--seq", "64", "--packed", "--gradient-checkpointing"]
+    assert main([*argv, "--inference", "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["kv_cache"] is True
+    assert document["failure"].startswith("CrossDocumentAttentionError: 32 of 32 layers")
+    assert main([*argv, "--use-cache", "on"]) == 0  # training: transformers turns it off
+    out = capsys.readouterr().out
+    assert "forward: training, use_cache=True, gradient checkpointing on, no KV cache" in out
 
 
 def test_preflight_fails_when_a_mask_is_plain_causal_for_nothing(
@@ -133,3 +169,48 @@ def test_synthetic_lengths_are_fixed() -> None:
     assert (a == b).all()
     assert a.min() >= 16
     assert a.max() <= 32_768
+
+
+def test_a_bad_config_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.resources
+
+    resource = importlib.resources.files("probewise.throughput") / "configs" / "llama3-8b.json"
+    data = json.loads(resource.read_text(encoding="utf-8"))
+    data.update(num_hidden_layers=2, layer_types=["full_attention", "bogus"])
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(data))
+    for argv in (["masks", str(config)], ["preflight", "--config", str(config)]):
+        assert main([*argv, "--seq", "32"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "layer_types" in err
+
+
+def test_preflight_tokenizer_folder_missing_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text('{"text": "a b c"}\n')
+    missing = tmp_path / "no-such-tokenizer"
+    assert main(["preflight", "--lengths", str(texts), "--tokenizer", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"--tokenizer: no such folder: {missing}" in err
+    assert main(["preflight", "--tokenizer", str(tmp_path)]) == 2
+    assert "--tokenizer needs --lengths" in capsys.readouterr().err
+
+
+def test_masks_shows_progress_on_stderr_past_the_delay(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise.throughput import _mask_recorder
+
+    # A config with thousands of layers passes the 2 s delay; here the delay is 0.
+    monkeypatch.setattr(_mask_recorder, "PROGRESS_DELAY_S", 0.0)
+    assert main(["masks", "llama3-8b", "--seq", "32", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "mask probe (llama)" in captured.err
+    assert "/32 [" in captured.err
+    assert json.loads(captured.out)["model_type"] == "llama"  # stdout stays clean

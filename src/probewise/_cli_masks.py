@@ -10,12 +10,16 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+import attrs
+
 from probewise.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from probewise.throughput.masks import LayerAttention, MaskReport, MaskScenario
 
 _PACKING_CHOICES = ("position-ids", "all-ones-mask")
+_USE_CACHE_CHOICES = ("config", "on", "off")
+_USE_CACHE: dict[str, bool | None] = {"config": None, "on": True, "off": False}
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,6 +92,20 @@ def add_scenario_arguments(
     parser.add_argument(
         "--inference", action="store_true", help="an inference forward, not a training step"
     )
+    parser.add_argument(
+        "--use-cache",
+        choices=_USE_CACHE_CHOICES,
+        default="config",
+        help=(
+            "use_cache in the forward: config (pass nothing, so the config's own value "
+            "applies, as in a plain model(**batch)), on or off (config)"
+        ),
+    )
+    parser.add_argument(
+        "--gradient-checkpointing",
+        action="store_true",
+        help="the model has gradient checkpointing on (in training it turns the cache off)",
+    )
 
 
 def parse_capability(text: str) -> tuple[int, int]:
@@ -123,21 +141,16 @@ def scenario_from_args(args: argparse.Namespace) -> MaskScenario:
     padding = Padding(str(args.padding))
     if padding is not Padding.NONE and packing is not Packing.NONE:
         raise InvalidInputError("choose --padding or --packed, not both")
-    if documents:
-        return MaskScenario(
-            seq_len=int(args.seq),
-            batch=int(args.batch),
-            packing=packing,
-            documents=documents,
-            training=not args.inference,
-        )
-    return MaskScenario(
+    scenario = MaskScenario(
         seq_len=int(args.seq),
         batch=int(args.batch),
         padding=padding,
         packing=packing,
         training=not args.inference,
+        use_cache=_USE_CACHE[str(args.use_cache)],
+        gradient_checkpointing=bool(args.gradient_checkpointing),
     )
+    return attrs.evolve(scenario, documents=documents) if documents else scenario
 
 
 def run_probe(config: str, args: argparse.Namespace) -> MaskReport:
@@ -149,6 +162,7 @@ def run_probe(config: str, args: argparse.Namespace) -> MaskReport:
         scenario_from_args(args),
         dtype=str(args.dtype),
         capability=parse_capability(str(args.capability)),
+        progress=True,
     )
 
 
@@ -205,13 +219,34 @@ def report_document(report: MaskReport) -> dict[str, object]:
             "packing": scenario.packing.value,
             "documents": list(scenario.documents),
             "training": scenario.training,
+            "use_cache": scenario.use_cache,
+            "gradient_checkpointing": scenario.gradient_checkpointing,
         },
+        "kv_cache": report.kv_cache,
         "dtype": report.dtype.value,
         "capability": list(report.capability),
         "rules_version": report.layers[0].prediction.rules_version if report.layers else None,
         "mask_bytes": report.mask_bytes,
         "layers": [layer_document(layer) for layer in report.layers],
     }
+
+
+def forward_description(report: MaskReport) -> str:
+    """Which forward ran, for people: mode, use_cache, checkpointing and whether a
+    KV cache was built."""
+    scenario = report.scenario
+    use_cache = (
+        "use_cache from the config"
+        if scenario.use_cache is None
+        else f"use_cache={scenario.use_cache}"
+    )
+    parts = [
+        "training" if scenario.training else "inference",
+        use_cache,
+        f"gradient checkpointing {'on' if scenario.gradient_checkpointing else 'off'}",
+        "a KV cache was built" if report.kv_cache else "no KV cache",
+    ]
+    return ", ".join(parts)
 
 
 def _mib(n: int) -> str:
@@ -225,6 +260,7 @@ def print_table(report: MaskReport) -> None:
         f"{report.dtype.value}, predicted for sm{report.capability[0]}{report.capability[1]} "
         f"(transformers {report.transformers_version})"
     )
+    print(f"forward: {forward_description(report)}")
     header = (
         f"{'layers':<9} {'type':<18} {'mask':<8} {'causal':<6} {'band':<44} "
         f"{'gqa':<9} {'q/kv x dim':<13} {'MiB':>7}  {'backend':<9} fast"
@@ -267,6 +303,7 @@ def print_table(report: MaskReport) -> None:
         print(
             f"CROSS-DOCUMENT ATTENTION in {len(crossing)} layers: packed documents see each other"
         )
+        print(f"  fix: {report.packing_fix()}")
 
 
 def _same_row(a: LayerAttention, b: LayerAttention) -> bool:

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from probewise._cli_masks import (
     add_scenario_arguments,
+    forward_description,
     print_table,
     report_document,
     run_probe,
@@ -81,6 +82,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the job's sequence lengths, one per line or JSONL (a synthetic sample)",
     )
     parser.add_argument("--field", default="length", help="JSONL length field (length)")
+    parser.add_argument(
+        "--tokenizer",
+        metavar="DIR",
+        help="--lengths is a JSONL of texts: tokenize them with this local tokenizer folder",
+    )
+    parser.add_argument("--text-field", default="text", help="JSONL text field (text)")
     add_scenario_arguments(parser, seq_default=8192, batch_default=2)
     parser.add_argument(
         "--expect-fast",
@@ -127,10 +134,9 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
                     status=Status.FAIL,
                     detail=(
                         f"layers {_ranges([x.index for x in crossing])} let documents "
-                        f"attend to each other ({'; '.join(how)}): pass position_ids "
-                        "without an attention mask"
+                        f"attend to each other ({'; '.join(how)}). Fix: {report.packing_fix()}"
                     ),
-                    figures={"layers": [x.index for x in crossing]},
+                    figures={"layers": [x.index for x in crossing], "kv_cache": report.kv_cache},
                 )
             )
         else:
@@ -138,7 +144,11 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
                 Check(
                     name="packed documents kept apart",
                     status=Status.PASS,
-                    detail=f"every layer masks block-diagonally ({len(report.scenario.documents)} documents per row)",
+                    detail=(
+                        f"every layer masks block-diagonally ({len(report.scenario.documents)} "
+                        "documents per row)"
+                    ),
+                    figures={"kv_cache": report.kv_cache},
                 )
             )
     lost = report.lost_fast_path()
@@ -269,14 +279,27 @@ def _data_checks(
     return checks
 
 
+def _check_inputs(args: argparse.Namespace) -> None:
+    """The input paths, before the (slow) mask probe runs: one line each, exit 2."""
+    if args.tokenizer is not None:
+        if args.lengths is None:
+            raise InvalidInputError("--tokenizer needs --lengths (a JSONL of texts)")
+        folder = Path(str(args.tokenizer))
+        if not folder.is_dir():
+            raise InvalidInputError(f"--tokenizer: no such folder: {folder}")
+    if args.lengths is not None and not Path(str(args.lengths)).is_file():
+        raise InvalidInputError(f"no such file: {args.lengths}")
+
+
 def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
     if args.lengths is None:
         return synthetic_lengths(), f"synthetic sample of {SYNTHETIC_SIZE:,}"
-    from probewise.throughput._length_input import read_lengths
+    from probewise.throughput._length_input import read_lengths, tokenize_lengths
 
     path = Path(str(args.lengths))
-    if not path.is_file():
-        raise InvalidInputError(f"no such file: {path}")
+    if args.tokenizer is not None:
+        data = tokenize_lengths(path, str(args.tokenizer), text_field=str(args.text_field))
+        return np.asarray(data.lengths, dtype=np.int64), f"{path}, tokenized"
     data = read_lengths(path, field=str(args.field))
     return np.asarray(data.lengths, dtype=np.int64), str(path)
 
@@ -284,6 +307,7 @@ def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]
 def _run(args: argparse.Namespace) -> int:
     if not 0.0 <= float(args.max_waste) <= 1.0:
         raise InvalidInputError(f"--max-waste must be in [0, 1], got {args.max_waste}")
+    _check_inputs(args)
     report = run_probe(str(args.config), args)
     checks = [_with_section("attention", c) for c in _mask_checks(report, list(args.expect_fast))]
     lengths, source = _load_lengths(args)
@@ -307,6 +331,7 @@ def _run(args: argparse.Namespace) -> int:
             f"{report.scenario.describe()}, {report.dtype.value}, "
             f"sm{report.capability[0]}{report.capability[1]}; lengths: {source}"
         )
+        print(f"forward: {forward_description(report)}")
         print()
         for check in checks:
             print(f"{check.status.value.upper():<5} {check.name:<32} {check.detail}")

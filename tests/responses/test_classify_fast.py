@@ -5,8 +5,9 @@ shipped rule only on openings that pass the rule's *gate* (see
 ``probewise.responses.rubric._gate``). These tests hold both to the reference: the
 code as it was before (copied below), which normalised ``2 * opening_chars``
 characters and tried every rule, plus the sequel read after a preamble sentence
-(two sentences after it, from the first three sentences of ``2 * opening_chars``). Failure messages name rule ids and sizes only,
-never the text; hypothesis is kept quiet for the same reason.
+(two sentences after it, from the first three sentences of ``2 * opening_chars``).
+Failure messages name rule ids and sizes only, never the text; hypothesis is kept
+quiet for the same reason.
 """
 
 from __future__ import annotations
@@ -261,7 +262,7 @@ def test_normalise_splits_at_an_ascii_space(left: str, right: str) -> None:
     st.sampled_from([2, 3]),
 )
 def test_opening_is_the_reference(text: str, limit: int, sentences: int) -> None:
-    opening, whole = classify_module._opening_of(text, limit, sentences)
+    opening, whole = classify_module._opening_of(text, limit, sentences=sentences)
     want = reference_opening(text, limit, sentences)
     assert opening == want, ("opening differs", len(text), limit, sentences)
     assert whole is None or whole == reference_normalise(text), "whole differs"

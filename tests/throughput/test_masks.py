@@ -55,10 +55,19 @@ def probe(
     padding: Padding = Padding.NONE,
     packing: Packing = Packing.NONE,
     capability: tuple[int, int] = (9, 0),
+    use_cache: bool | None = None,
+    gradient_checkpointing: bool = False,
 ) -> MaskReport:
     return probe_masks(
         config,
-        MaskScenario(seq_len=seq, batch=batch, padding=padding, packing=packing),
+        MaskScenario(
+            seq_len=seq,
+            batch=batch,
+            padding=padding,
+            packing=packing,
+            use_cache=use_cache,
+            gradient_checkpointing=gradient_checkpointing,
+        ),
         dtype="bfloat16",
         capability=capability,
     )
@@ -185,8 +194,23 @@ def test_padding_materialises_a_mask_with_padding_columns(family: str, side: Pad
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_packing_by_position_ids_builds_block_diagonal_masks(family: str) -> None:
-    report = probe(family, 1024, batch=2, packing=Packing.POSITION_IDS)
+@pytest.mark.parametrize(
+    ("use_cache", "checkpointing"),
+    [(False, False), (None, True)],
+    ids=["no-cache", "checkpointing"],
+)
+def test_packing_by_position_ids_without_a_cache_builds_block_diagonal_masks(
+    family: str, use_cache: bool | None, checkpointing: bool
+) -> None:
+    report = probe(
+        family,
+        1024,
+        batch=2,
+        packing=Packing.POSITION_IDS,
+        use_cache=use_cache,
+        gradient_checkpointing=checkpointing,
+    )
+    assert not report.kv_cache
     assert report.scenario.documents == (256, 256, 256, 256)
     for layer in report.layers:
         assert_masked(layer, BandKind.BLOCK_DIAGONAL)
@@ -198,8 +222,37 @@ def test_packing_by_position_ids_builds_block_diagonal_masks(family: str) -> Non
         report.assert_fast_path()
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_trap_packing_by_position_ids_with_the_configs_use_cache_attends_across(
+    family: str,
+) -> None:
+    # use_cache is true in every bundled config (the families' default): transformers
+    # builds a DynamicCache, and masking_utils._preprocess_mask_arguments looks for
+    # packing only when the cache is None. Full layers (and sliding ones whose window
+    # covers the row) run is_causal=True over the whole row.
+    report = probe(family, 256, batch=2, packing=Packing.POSITION_IDS)
+    assert report.kv_cache
+    assert report.cross_document_layers() == report.layers
+    for layer in report.layers:
+        assert layer.mask is MaskKind.NONE
+        assert layer.is_causal
+    with pytest.raises(CrossDocumentAttentionError, match=r"config\.use_cache=False"):
+        report.assert_no_cross_document()
+    # An inference forward with gradient checkpointing on keeps the cache: transformers
+    # turns it off only in training, with gradients on.
+    inference = probe_masks(
+        family,
+        MaskScenario(
+            seq_len=256, packing=Packing.POSITION_IDS, training=False, gradient_checkpointing=True
+        ),
+        dtype="bf16",
+    )
+    assert inference.kv_cache
+    assert inference.cross_document_layers() == inference.layers
+
+
 def test_packed_documents_longer_than_the_window_get_a_window_inside() -> None:
-    report = probe("gemma3-27b", 6144, packing=Packing.POSITION_IDS)
+    report = probe("gemma3-27b", 6144, packing=Packing.POSITION_IDS, use_cache=False)
     for layer in of_type(report, "sliding_attention"):
         assert layer.band.kind is BandKind.BLOCK_DIAGONAL
         assert layer.band.window == 1024
@@ -323,6 +376,50 @@ def test_scenario_validation() -> None:
     assert MaskScenario(seq_len=100, batch=1, padding=Padding.LEFT).lengths == (50,)
 
 
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"seq_len": float("nan")}, "seq_len"),
+        ({"seq_len": 64.0}, "seq_len"),
+        ({"seq_len": "64"}, "seq_len"),
+        ({"seq_len": True}, "seq_len"),
+        ({"seq_len": 64, "batch": float("inf")}, "batch"),
+        ({"seq_len": 64, "batch": 0, "padding": Padding.RIGHT}, "batch"),
+        ({"seq_len": 0, "packing": Packing.POSITION_IDS}, "seq_len"),
+        ({"seq_len": 8, "padding": Padding.RIGHT, "lengths": (4.5,)}, "lengths"),
+        ({"seq_len": 8, "padding": Padding.RIGHT, "lengths": 4}, "lengths"),
+        (
+            {"seq_len": 8, "packing": Packing.POSITION_IDS, "documents": (4, float("nan"))},
+            "documents",
+        ),
+        ({"seq_len": 8, "padding": "sideways"}, "padding"),
+        ({"seq_len": 8, "packing": 3}, "packing"),
+        ({"seq_len": 8, "training": "yes"}, "training"),
+        ({"seq_len": 8, "use_cache": 1}, "use_cache"),
+        ({"seq_len": 8, "gradient_checkpointing": None}, "gradient_checkpointing"),
+    ],
+)
+def test_scenario_refuses_values_of_the_wrong_type_naming_the_field(
+    fields: dict[str, object], field: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=field):
+        MaskScenario(**fields)  # type: ignore[arg-type]
+
+
+def test_scenario_takes_integers_of_any_integer_type_and_enum_values() -> None:
+    import numpy as np
+
+    scenario = MaskScenario(
+        seq_len=np.int64(8),  # type: ignore[arg-type]
+        padding="right",  # type: ignore[arg-type]
+        lengths=[np.int32(4)],
+    )
+    assert scenario.seq_len == 8
+    assert type(scenario.seq_len) is int
+    assert scenario.padding is Padding.RIGHT
+    assert scenario.lengths == (4,)
+
+
 def tiny(model_type: str, **fields: object) -> dict[str, object]:
     base: dict[str, object] = {
         "model_type": model_type,
@@ -419,6 +516,10 @@ def test_no_sdpa_call_at_all_is_an_error_not_an_empty_pass() -> None:
         layer_types=["linear_attention", "linear_attention"],
     )
     with pytest.raises(UnsupportedModelError, match="no scaled_dot_product_attention call"):
+        probe_masks(config, MaskScenario(seq_len=16, use_cache=False), dtype="bf16")
+    # With the config's use_cache (true), transformers' own forward refuses this model;
+    # the probe says so with transformers' reason.
+    with pytest.raises(UnsupportedModelError, match="get_mask_sizes"):
         probe_masks(config, MaskScenario(seq_len=16), dtype="bf16")
 
 
@@ -464,3 +565,31 @@ def test_predicted_backend_per_layer(
     layers = of_type(report, layer_type)
     assert layers
     assert {layer.backend for layer in layers} == {backend}
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"hidden_size": "4096"}, "hidden_size"),
+        ({"num_hidden_layers": 2.5}, "num_hidden_layers"),
+        ({"num_attention_heads": 0}, "num_attention_heads"),
+        ({"num_key_value_heads": 3}, "num_key_value_heads"),
+        ({"num_attention_heads": 30, "num_key_value_heads": 6}, "attention heads"),
+        ({"layer_types": ["full_attention", "bogus"]}, "layer_types"),
+        ({"layer_types": ["full_attention"]}, "layer_types"),
+        ({"rope_scaling": {"rope_type": "nope", "factor": 2.0}}, "rope_type 'nope'"),
+    ],
+)
+def test_a_config_transformers_refuses_is_an_input_error_naming_the_field(
+    fields: dict[str, object], named: str
+) -> None:
+    # Before: StrictDataclass*ValidationError, ZeroDivisionError or KeyError tracebacks.
+    data = {**bundled("llama3-8b"), "num_hidden_layers": 2, **fields}
+    with pytest.raises(InvalidInputError, match=named) as caught:
+        probe_masks(data, MaskScenario(seq_len=16), dtype="bf16")
+    assert "\n" not in str(caught.value)
+
+
+def test_an_unknown_model_type_is_unsupported() -> None:
+    with pytest.raises(UnsupportedModelError, match="no model_type 'no-such-model'"):
+        probe_masks({"model_type": "no-such-model"}, MaskScenario(seq_len=16), dtype="bf16")

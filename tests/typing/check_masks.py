@@ -70,11 +70,15 @@ def non_exhaustive(backend: SdpaBackend) -> str:
 def api() -> None:
     scenario = MaskScenario(seq_len=8192, batch=2, packing=Packing.POSITION_IDS)
     assert_type(scenario.documents, tuple[int, ...])
+    assert_type(scenario.use_cache, bool | None)
+    assert_type(scenario.gradient_checkpointing, bool)
     assert_type(MaskScenario(seq_len=8, padding=Padding.LEFT).lengths, tuple[int, ...])
     report = probe_masks("gemma3-27b", scenario, dtype="bfloat16", capability=(9, 0))
     assert_type(report, MaskReport)
     assert_type(report.layers, tuple[LayerAttention, ...])
     assert_type(report.dtype, AttentionDtype)
+    assert_type(report.kv_cache, bool)
+    assert_type(report.packing_fix(), str)
     layer = report.layers[0]
     assert_type(layer.band, Band)
     assert_type(layer.gqa, GqaHandling)
@@ -97,6 +101,8 @@ def negatives() -> None:
     scenario = MaskScenario(seq_len=8)
     scenario.seq_len = 16  # type: ignore[misc]
     MaskScenario(seq_len=8, padding="right")  # type: ignore[arg-type]
+    MaskScenario(seq_len=8.5)  # type: ignore[arg-type]
+    MaskScenario(seq_len=8, use_cache="config")  # type: ignore[arg-type]
     probe_masks("gemma3-27b", scenario)  # type: ignore[call-arg]  # dtype is required
     probe_masks("gemma3-27b", scenario, dtype="bf16", capability=9.0)  # type: ignore[arg-type]
     report = probe_masks("gemma3-27b", scenario, dtype="bf16")

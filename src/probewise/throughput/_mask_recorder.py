@@ -25,17 +25,20 @@ import contextlib
 import copy
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
-from typing import cast, final
+from typing import NoReturn, cast, final
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 import torch
+import tqdm
 import transformers
 from transformers import AutoConfig, PretrainedConfig
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from probewise.errors import InvalidInputError, UnsupportedModelError
@@ -45,6 +48,8 @@ __all__ = ["RawCall", "RecordedRun", "load_config", "record_sdpa_calls"]
 _SDPA_LOCK = threading.Lock()
 _SHRUNK_INTERMEDIATE = 8
 _SHRUNK_PER_LAYER_INPUT = 4
+PROGRESS_DELAY_S = 2.0
+"""Seconds of work before the progress bar appears (when asked for)."""
 
 
 @final
@@ -81,6 +86,8 @@ class RecordedRun:
     mask_bytes: Mapping[int, int]
     heads_differ: frozenset[int]
     """Mask ids whose heads carry different masks (read from head 0)."""
+    kv_cache: bool
+    """Whether the forward returned a KV cache (``use_cache`` was in effect)."""
 
 
 def load_config(config: PretrainedConfig | str | Path | Mapping[str, object]) -> PretrainedConfig:
@@ -113,13 +120,92 @@ def _from_dict(data: dict[str, object], where: str) -> PretrainedConfig:
         raise InvalidInputError(f'{where} has no model_type; add e.g. "model_type": "llama"')
     # "_probewise..." keys are notes in the bundled configs, not config fields.
     rest = {k: v for k, v in data.items() if k != "model_type" and not k.startswith("_probewise")}
-    try:
-        return AutoConfig.for_model(model_type, **rest)  # pyright: ignore[reportUnknownMemberType]
-    except (ValueError, TypeError, KeyError) as error:
+    _check_sizes(rest, where)
+    text_config = rest.get("text_config")
+    if isinstance(text_config, Mapping):
+        _check_sizes(cast("Mapping[str, object]", text_config), f"{where} (text_config)")
+    if model_type not in CONFIG_MAPPING:
         raise UnsupportedModelError(
-            f"transformers {transformers.__version__} cannot build a config of model_type "
-            f"{model_type!r} from {where}: {error}"
+            f"transformers {transformers.__version__} has no model_type {model_type!r} "
+            f"(from {where})"
+        )
+    try:
+        with _quiet_transformers():  # its log lines about the fields: the error says it
+            return AutoConfig.for_model(model_type, **rest)  # pyright: ignore[reportUnknownMemberType]
+    except Exception as error:  # transformers' and huggingface_hub's own types
+        # e.g. StrictDataclassFieldValidationError, which names the field itself.
+        raise InvalidInputError(
+            f"transformers {transformers.__version__} refuses the {model_type} config in "
+            f"{where}: {_one_line(error)}"
         ) from None
+
+
+# Size fields that every family reads as positive integers, checked before transformers
+# sees them: some it refuses with a multi-line error, some end in a ZeroDivisionError.
+_SIZE_FIELDS = (
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "intermediate_size",
+    "head_dim",
+    "vocab_size",
+)  # not sliding_window: published configs use null and sometimes 0 for "none"
+
+
+def _check_sizes(data: Mapping[str, object], where: str) -> None:
+    for name in _SIZE_FIELDS:
+        value = data.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInputError(
+                f"{name} in {where} must be a positive integer, got "
+                f"{type(value).__name__} {value!r}"
+            )
+    heads, kv_heads = data.get("num_attention_heads"), data.get("num_key_value_heads")
+    if isinstance(heads, int) and isinstance(kv_heads, int) and heads % kv_heads:
+        raise InvalidInputError(
+            f"num_key_value_heads ({kv_heads}) in {where} must divide num_attention_heads "
+            f"({heads}): each key/value head serves a whole group of query heads"
+        )
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception as one line: its type and its message with whitespace collapsed."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _rope_types(data: object, path: str = "") -> list[tuple[str, str]]:
+    """Every ``rope_type`` in a config dict, with where it sits (``rope_scaling.rope_type``)."""
+    found: list[tuple[str, str]] = []
+    if isinstance(data, Mapping):
+        for key, value in cast("Mapping[object, object]", data).items():
+            where = f"{path}.{key}" if path else str(key)
+            if key in ("rope_type", "type") and isinstance(value, str) and "rope" in path:
+                found.append((where, value))
+            else:
+                found.extend(_rope_types(value, where))
+    return found
+
+
+def _build_error(error: Exception, config: PretrainedConfig) -> InvalidInputError:
+    """Why transformers could not build the model, naming the config field when it is
+    one the probe can tell (an unknown rope type)."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    known = {"default", *ROPE_INIT_FUNCTIONS}
+    for where, value in _rope_types(config.to_dict()):
+        if value not in known:
+            return InvalidInputError(
+                f"{where} {value!r} is not a rope type transformers {transformers.__version__} "
+                f"knows ({', '.join(sorted(known))})"
+            )
+    return UnsupportedModelError(
+        f"transformers {transformers.__version__} could not build {type(config).__name__}'s "
+        f"model for the probe: {_one_line(error)}"
+    )
 
 
 def _text_config(config: PretrainedConfig) -> PretrainedConfig:
@@ -185,13 +271,13 @@ def _shrunk(config: PretrainedConfig, *, narrow: bool) -> PretrainedConfig:
     for key in ("vocab_size", "vocab_size_per_layer_input"):
         if isinstance(data.get(key), int):
             data[key] = vocab
-    data["use_cache"] = False
+    # use_cache stays the config's own: a plain forward reads it (merge_with_config_defaults).
     data.pop("model_type", None)
     try:
         return type(config).from_dict(data)  # pyright: ignore[reportUnknownMemberType]
-    except (ValueError, TypeError, AttributeError, KeyError) as error:
+    except Exception as error:  # transformers' and huggingface_hub's own types
         raise UnsupportedModelError(
-            f"cannot shrink {type(config).__name__} for the probe: {error}"
+            f"cannot shrink {type(config).__name__} for the probe: {_one_line(error)}"
         ) from None
 
 
@@ -292,8 +378,17 @@ def record_sdpa_calls(
     attention_mask: npt.NDArray[np.int64] | None,
     position_ids: npt.NDArray[np.int64] | None,
     training: bool,
+    use_cache: bool | None = None,
+    gradient_checkpointing: bool = False,
+    progress: bool = False,
 ) -> RecordedRun:
     """Build the shrunk model for ``config`` and run one forward, recording SDPA calls.
+
+    The forward is the one a caller runs: ``model.train(training)`` with gradients on
+    in training, ``use_cache`` passed as given (``None``: not passed, so the config's
+    own value applies), and with ``gradient_checkpointing`` the model's own
+    ``activation_checkpointing_enable()``, so that transformers itself decides what the
+    flags do (e.g. it turns the cache off under checkpointing in training only).
 
     First at a tiny hidden size; if that fails, or records a head dim the config does
     not state (a family that derives its head dim from the hidden size, e.g.
@@ -312,19 +407,27 @@ def record_sdpa_calls(
     if not getattr(model_class, "_supports_sdpa", False):
         raise UnsupportedModelError(
             f"{model_class.__name__} does not support attn_implementation='sdpa' in transformers "
-            f"{transformers.__version__} (model_type {text.model_type!r}); the probe records SDPA "
-            "calls, so it cannot say anything about this model's attention"
+            f"{transformers.__version__} (model_type {text.model_type!r}){_sdpa_refusal(text)}; "
+            "the probe records SDPA calls, so it cannot say anything about this model's attention"
         )
     heads = int(getattr(text, "num_attention_heads", 1) or 1)
     stated = _head_dims(text.to_dict(), int(getattr(text, "hidden_size", heads) or heads), heads)
     inputs = (input_ids, attention_mask, position_ids)
+    forward = _Forward(
+        training=training,
+        use_cache=use_cache,
+        gradient_checkpointing=gradient_checkpointing,
+        progress=progress,
+    )
     with _quiet_transformers():
         try:
-            run = _run_once(_shrunk(text, narrow=True), text, dtype, inputs, training=training)
+            run = _run_once(_shrunk(text, narrow=True), text, dtype, inputs, forward)
+        except _Refused:
+            raise
         except UnsupportedModelError:
             run = None
         if run is None or not {c.query_shape[3] for c in run.calls} <= stated:
-            run = _run_once(_shrunk(text, narrow=False), text, dtype, inputs, training=training)
+            run = _run_once(_shrunk(text, narrow=False), text, dtype, inputs, forward)
     if not run.calls:
         raise UnsupportedModelError(
             f"{run.architecture} made no scaled_dot_product_attention call "
@@ -334,7 +437,66 @@ def record_sdpa_calls(
     return run
 
 
+def _sdpa_refusal(text: PretrainedConfig) -> str:
+    """transformers' own reason for refusing SDPA, read by asking it to build the
+    (shrunk, meta-device) model: ``": transformers says ..."``, or empty."""
+    try:
+        shrunk = _shrunk(text, narrow=True)
+        with _quiet_transformers(), torch.device("meta"):
+            transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
+                shrunk, attn_implementation="sdpa"
+            )
+    except Exception as error:  # any refusal: only its text is wanted
+        return f": transformers says {str(error).split('. ')[0]!r}"
+    return ""
+
+
 _Inputs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64] | None]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class _Forward:
+    """The flags of the forward the caller runs (internal)."""
+
+    training: bool
+    use_cache: bool | None
+    gradient_checkpointing: bool
+    progress: bool
+
+
+class _Refused(UnsupportedModelError):
+    """transformers itself refused the combination: no wider retry will change that."""
+
+
+def _enable_checkpointing(model: torch.nn.Module) -> None:
+    """The model's own switch (``activation_checkpointing_enable`` from transformers
+    5.x, ``gradient_checkpointing_enable`` before), so its refusal is transformers' own."""
+    enable = cast(
+        "Callable[[], None] | None",
+        getattr(model, "activation_checkpointing_enable", None)
+        or getattr(model, "gradient_checkpointing_enable", None),
+    )
+    if enable is None:
+        raise _Refused(
+            f"{type(model).__name__} has no gradient checkpointing switch in transformers "
+            f"{transformers.__version__}"
+        )
+    try:
+        enable()
+    except ValueError as error:
+        raise _Refused(
+            f"transformers {transformers.__version__} refuses gradient checkpointing: {error}"
+        ) from None
+
+
+def _returned_cache(output: object) -> bool:
+    """Whether the forward's output holds a cache (``cache`` from transformers 5.x,
+    ``past_key_values`` before; read as mapping keys, not deprecated attributes)."""
+    if isinstance(output, Mapping):
+        fields = cast("Mapping[str, object]", output)
+        return fields.get("cache") is not None or fields.get("past_key_values") is not None
+    return False
 
 
 def _run_once(
@@ -342,18 +504,45 @@ def _run_once(
     text: PretrainedConfig,
     dtype: str,
     inputs: _Inputs,
-    *,
-    training: bool,
+    forward: _Forward,
 ) -> RecordedRun:
     num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
     torch_dtype = cast("torch.dtype", getattr(torch, dtype))
-    with torch.device("meta"):
-        model = cast(
-            "torch.nn.Module",
-            transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
-                copy.deepcopy(shrunk), attn_implementation="sdpa", dtype=torch_dtype
-            ),
-        )
+    # Shown only once the work passes PROGRESS_DELAY_S (thousands of layers take
+    # minutes); created before the model is built, so the build counts towards it.
+    bar = tqdm.tqdm(
+        total=num_layers,
+        desc=f"mask probe ({text.model_type})",
+        unit="layer",
+        delay=PROGRESS_DELAY_S,
+        file=sys.stderr,
+        disable=not forward.progress,
+        leave=False,
+    )
+    with bar:
+        return _build_and_run(shrunk, text, torch_dtype, inputs, forward, bar=bar)
+
+
+def _build_and_run(
+    shrunk: PretrainedConfig,
+    text: PretrainedConfig,
+    torch_dtype: torch.dtype,
+    inputs: _Inputs,
+    forward: _Forward,
+    *,
+    bar: tqdm.tqdm[NoReturn],
+) -> RecordedRun:
+    num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
+    try:
+        with torch.device("meta"):
+            model = cast(
+                "torch.nn.Module",
+                transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
+                    copy.deepcopy(shrunk), attn_implementation="sdpa", dtype=torch_dtype
+                ),
+            )
+    except Exception as error:  # whatever the config made transformers raise
+        raise _build_error(error, text) from None
     layers = _decoder_layers(model, num_layers)
     init_weights = cast("Callable[[torch.nn.Module], None]", model._init_weights)
     for child in model.children():
@@ -364,9 +553,14 @@ def _run_once(
             init_weights(sub)
     current: list[torch.nn.Module] = []
     handles: list[torch.utils.hooks.RemovableHandle] = []
+
+    def advance(_module: torch.nn.Module, _args: tuple[object, ...], _out: object) -> None:
+        bar.update()
+
     for layer in layers:
         handles.append(layer.register_forward_pre_hook(_layer_pre_hook, with_kwargs=True))
         handles.append(layer.register_forward_hook(_layer_post_hook))
+        handles.append(layer.register_forward_hook(advance))
         for attention in _attention_modules(layer):
 
             def enter(module: torch.nn.Module, _args: tuple[object, ...]) -> None:
@@ -454,14 +648,23 @@ def _run_once(
         out_shape = (*query.shape[:-1], value.shape[-1])
         return torch.empty(out_shape, dtype=query.dtype, device=query.device)
 
-    model.train(training)
     input_ids, attention_mask, position_ids = inputs
     ids = torch.as_tensor(input_ids)
     mask = None if attention_mask is None else torch.as_tensor(attention_mask)
     positions = None if position_ids is None else torch.as_tensor(position_ids)
+    extra: dict[str, object] = {}
+    if forward.use_cache is not None:
+        extra["use_cache"] = forward.use_cache
     try:
-        with torch.no_grad(), _recording_sdpa(record, original):
-            model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
+        if forward.gradient_checkpointing:
+            _enable_checkpointing(model)
+        model.train(forward.training)
+        # A training forward runs with gradients on: transformers' checkpointing rules
+        # (merge_with_config_defaults, GradientCheckpointingLayer) read is_grad_enabled().
+        with torch.set_grad_enabled(forward.training), _recording_sdpa(record, original):
+            output: object = model(
+                input_ids=ids, attention_mask=mask, position_ids=positions, **extra
+            )
     except UnsupportedModelError:
         raise
     except Exception as error:  # any failure inside transformers' forward
@@ -488,6 +691,7 @@ def _run_once(
         masks=masks,
         mask_bytes=sizes,
         heads_differ=frozenset(differ),
+        kv_cache=_returned_cache(output),
     )
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import enum
 import importlib.resources
 import json
+import operator
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, assert_never, cast, final
+from typing import TYPE_CHECKING, SupportsIndex, TypeVar, assert_never, cast, final
 
 import attrs
 import numpy as np
@@ -49,6 +50,8 @@ from probewise.throughput.sdpa import (
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
+
+_E = TypeVar("_E", bound=enum.Enum)
 
 __all__ = [
     "Band",
@@ -91,18 +94,91 @@ class Packing(enum.Enum):
 
 
 def _default_lengths(scenario: MaskScenario) -> tuple[int, ...]:
-    if scenario.padding is Padding.NONE:
+    if scenario.padding is Padding.NONE or scenario.batch < 1:  # the validators say why
         return ()
     step = scenario.seq_len // (2 * scenario.batch)
     return tuple(max(1, scenario.seq_len - (b + 1) * step) for b in range(scenario.batch))
 
 
 def _default_documents(scenario: MaskScenario) -> tuple[int, ...]:
-    if scenario.packing is Packing.NONE:
+    if scenario.packing is Packing.NONE or scenario.seq_len < 2:  # the validators say why
         return ()
     parts = min(4, scenario.seq_len)
     size = scenario.seq_len // parts
     return (size,) * (parts - 1) + (scenario.seq_len - size * (parts - 1),)
+
+
+def _as_int(value: object, name: str) -> int:
+    """``value`` as an ``int``, refusing what is not an integer (floats, NaN, strings,
+    bools) with the field's name: ``MaskScenario(seq_len=nan)`` must not pass."""
+    if isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be an integer, got a bool ({value})")
+    try:
+        return operator.index(cast("SupportsIndex", value))
+    except TypeError:
+        raise InvalidInputError(
+            f"{name} must be an integer, got {type(value).__name__} {value!r}"
+        ) from None
+
+
+def _as_ints(values: object, name: str) -> tuple[int, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInputError(
+            f"{name} must be a sequence of integers, got {type(values).__name__}"
+        )
+    return tuple(_as_int(v, f"every entry of {name}") for v in cast("Iterable[object]", values))
+
+
+def _as_enum(value: object, kind: type[_E], name: str) -> _E:
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(repr(m.value) for m in kind)
+        raise InvalidInputError(f"{name} must be one of {choices}, got {value!r}") from None
+
+
+# Named converters (mypy's attrs plugin reads only named functions); their parameter
+# types are the static contract, the bodies check at run time all the same.
+def _seq_len(value: int) -> int:
+    return _as_int(value, "seq_len")
+
+
+def _batch(value: int) -> int:
+    return _as_int(value, "batch")
+
+
+def _lengths(values: Iterable[int]) -> tuple[int, ...]:
+    return _as_ints(values, "lengths")
+
+
+def _documents(values: Iterable[int]) -> tuple[int, ...]:
+    return _as_ints(values, "documents")
+
+
+def _padding(value: Padding) -> Padding:
+    return _as_enum(value, Padding, "padding")
+
+
+def _packing(value: Packing) -> Packing:
+    return _as_enum(value, Packing, "packing")
+
+
+def _bool(_instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    if not isinstance(value, bool):
+        raise InvalidInputError(
+            f"{attribute.name} must be True or False, got {type(value).__name__} {value!r}"
+        )
+
+
+def _optional_bool(
+    _instance: object, attribute: attrs.Attribute[bool | None], value: object
+) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise InvalidInputError(
+            f"{attribute.name} must be True, False or None, got {type(value).__name__} {value!r}"
+        )
 
 
 def _seq_len_ok(_instance: object, _attribute: object, value: int) -> None:
@@ -110,10 +186,6 @@ def _seq_len_ok(_instance: object, _attribute: object, value: int) -> None:
         raise InvalidInputError(
             f"seq_len must be >= 2 (a prefill or training forward), got {value}"
         )
-
-
-def _int_tuple(values: Iterable[int]) -> tuple[int, ...]:
-    return tuple(values)
 
 
 def _lengths_ok(instance: MaskScenario, _attribute: object, value: tuple[int, ...]) -> None:
@@ -150,31 +222,42 @@ def _documents_ok(instance: MaskScenario, _attribute: object, value: tuple[int, 
 class MaskScenario:
     """The batch the probe runs: its shape, padding and packing."""
 
-    seq_len: int = attrs.field(validator=_seq_len_ok)
+    seq_len: int = attrs.field(converter=_seq_len, validator=_seq_len_ok)
     """Tokens per row (the padded or packed length), at least 2: a one-token query is
     a decode step, which transformers routes differently (``pack_gqa``)."""
-    batch: int = attrs.field(default=1, validator=positive)
+    batch: int = attrs.field(default=1, converter=_batch, validator=positive)
     """Rows in the batch."""
-    padding: Padding = Padding.NONE
+    padding: Padding = attrs.field(default=Padding.NONE, converter=_padding)
     """Where the padding goes, if any."""
-    packing: Packing = Packing.NONE
+    packing: Packing = attrs.field(default=Packing.NONE, converter=_packing)
     """How packed documents are marked, if any."""
     lengths: tuple[int, ...] = attrs.field(
         default=attrs.Factory(_default_lengths, takes_self=True),
-        converter=_int_tuple,
+        converter=_lengths,
         validator=_lengths_ok,
     )
     """With padding: the real tokens of each row. Default: row ``b`` keeps
     ``seq_len - (b + 1) * (seq_len // (2 * batch))``, so every row is padded."""
     documents: tuple[int, ...] = attrs.field(
         default=attrs.Factory(_default_documents, takes_self=True),
-        converter=_int_tuple,
+        converter=_documents,
         validator=_documents_ok,
     )
     """With packing: the document lengths of every row, in order (they sum to
     ``seq_len``). Default: four equal documents."""
-    training: bool = True
-    """A training forward (dropout as configured; backward rules for the predictor)."""
+    training: bool = attrs.field(default=True, validator=_bool)
+    """A training forward: ``model.train()`` with gradients on (dropout as configured;
+    backward rules for the predictor). ``False``: ``model.eval()`` under ``no_grad``."""
+    use_cache: bool | None = attrs.field(default=None, validator=_optional_bool)
+    """The ``use_cache`` passed to the forward. ``None`` passes nothing, so the
+    config's own ``use_cache`` applies, as in a plain ``model(**batch)`` (true by
+    default for Llama, Mistral, Qwen and Gemma). When it is in effect, transformers
+    builds a ``DynamicCache`` and then skips packed-sequence detection, so packed
+    documents attend to each other (see the attention-preflight how-to)."""
+    gradient_checkpointing: bool = attrs.field(default=False, validator=_bool)
+    """Activation (gradient) checkpointing enabled on the model. In a training forward
+    transformers then turns ``use_cache`` off (``merge_with_config_defaults``), so no
+    cache is built; in an inference forward it changes nothing."""
 
     def describe(self) -> str:
         """One line for people, e.g. ``"batch 2 x 8192 tokens, packed (position_ids)"``."""
@@ -183,6 +266,10 @@ class MaskScenario:
             text += f", {self.padding.value} padding"
         if self.packing is not Packing.NONE:
             text += f", packed ({self.packing.value}, {len(self.documents)} documents per row)"
+        if self.use_cache is not None:
+            text += f", use_cache={self.use_cache}"
+        if self.gradient_checkpointing:
+            text += ", gradient checkpointing"
         return text
 
 
@@ -316,6 +403,9 @@ class MaskReport:
     """Bytes of all distinct masks built for the forward."""
     transformers_version: str
     """The transformers whose code was recorded."""
+    kv_cache: bool = False
+    """Whether the forward built a KV cache (``use_cache`` was in effect). With a
+    cache, transformers does not look for packed documents in ``position_ids``."""
 
     @property
     def layer_types(self) -> tuple[str, ...]:
@@ -347,10 +437,31 @@ class MaskReport:
                 f"to each other ({self.scenario.describe()}): layers "
                 f"{_ranges([layer.index for layer in crossing])} "
                 f"({', '.join(sorted({layer.band.describe() for layer in crossing}))}). "
-                "This is a correctness bug, not a speed problem: pass position_ids with no "
-                "attention mask (transformers then builds the block-diagonal mask), or a "
-                "4-D block-diagonal mask yourself."
+                f"This is a correctness bug, not a speed problem: {self.packing_fix()}."
             )
+
+    def packing_fix(self) -> str:
+        """What keeps packed documents apart in this forward, for people."""
+        fixes: list[str] = []
+        if self.scenario.packing is Packing.ALL_ONES_MASK:
+            fixes.append(
+                "pass position_ids with no attention mask (transformers then builds the "
+                "block-diagonal mask), or a 4-D block-diagonal mask yourself"
+            )
+        if self.kv_cache:
+            fixes.append(
+                "the forward built a KV cache (use_cache="
+                + ("True from the config" if self.scenario.use_cache is None else "True")
+                + "), so transformers skipped packed-sequence detection: set "
+                "config.use_cache=False, pass use_cache=False in the forward, or train with "
+                "gradient checkpointing"
+            )
+        if not fixes:
+            fixes.append(
+                "pass position_ids with no attention mask and no cache, or a 4-D "
+                "block-diagonal mask yourself"
+            )
+        return "; and ".join(fixes)
 
     def assert_fast_path(self, *, layer_types: Iterable[str] | None = None) -> None:
         """Raise unless every layer of ``layer_types`` (default all) keeps the fast path.
@@ -477,6 +588,7 @@ def probe_masks(
     *,
     dtype: AttentionDtype | str | TorchDtype,
     capability: tuple[int, int] = (9, 0),
+    progress: bool = False,
 ) -> MaskReport:
     """Record every SDPA call of one forward of ``config``'s model on ``scenario``.
 
@@ -485,14 +597,19 @@ def probe_masks(
             folder holding one), a dict of one, or the name of a bundled config
             (:func:`bundled_configs`). Multimodal configs are probed through their
             text config. Nothing is downloaded and no weights are loaded.
-        scenario: the batch to run (shape, padding, packing).
+        scenario: the batch to run (shape, padding, packing) and the forward that runs
+            it (training or not, ``use_cache``, gradient checkpointing).
         dtype: the dtype the model runs in (``"bfloat16"``, ``torch.float16``, ...).
         capability: the CUDA compute capability to predict backends for (9, 0 is H100
             / H200).
+        progress: show a progress bar over the layers on stderr once the probe has run
+            for about 2 s (a config with thousands of layers takes minutes).
 
     Raises:
         UnsupportedModelError: the config does not build a transformers model that
-            uses SDPA (e.g. Gemma2), or the model could not run on the probe.
+            uses SDPA (e.g. Gemma2), transformers refuses the scenario's forward (e.g.
+            gradient checkpointing on a model without it), or the model could not run
+            on the probe.
         InvalidInputError: a bad config path, dtype or capability.
     """
     if not isinstance(cast("object", scenario), MaskScenario):
@@ -513,6 +630,9 @@ def probe_masks(
         attention_mask=attention,
         position_ids=positions,
         training=scenario.training,
+        use_cache=scenario.use_cache,
+        gradient_checkpointing=scenario.gradient_checkpointing,
+        progress=progress,
     )
     bands: dict[int, Band] = {}
     crossing: dict[int, bool] = {}
@@ -588,4 +708,5 @@ def probe_masks(
         layers=tuple(layers),
         mask_bytes=sum(run.mask_bytes.values()),
         transformers_version=str(transformers.__version__),
+        kv_cache=run.kv_cache,
     )
