@@ -133,13 +133,12 @@ def reference_opening(text: str, limit: int, sentences: int = 2) -> str:
 
 
 def reference_sequel(text: str, opening: str, rubric: Rubric) -> str:
-    """After a first sentence that a preamble rule matches: the two sentences after it
-    (from the first three sentences of ``2 * opening_chars``), else blank."""
+    """Where a preamble rule matches the opening: the two sentences after its first
+    sentence (from the first three sentences of ``2 * opening_chars``), else blank."""
+    if not any(rule.compiled.search(opening) for rule in rubric.preamble):
+        return ""
     ends = [m.end() for m in classify_module._SENTENCE_END.finditer(opening)]
     if not ends or ends[0] == len(opening):
-        return ""
-    first_sentence = opening[: ends[0]]
-    if not any(rule.compiled.search(first_sentence) for rule in rubric.preamble):
         return ""
     window = reference_opening(text, 2 * rubric.opening_chars, 3)
     return classify_module._opening(window[ends[0] :].lstrip(" "), rubric.opening_chars)
@@ -153,7 +152,7 @@ def same(a: Outcome, b: Outcome) -> bool:
 # --- Texts ---------------------------------------------------------------------------
 
 DEFAULT = Rubric.default()
-RULES = (*DEFAULT.refusal, *DEFAULT.deflection)
+RULES = (*DEFAULT.refusal, *DEFAULT.deflection, *DEFAULT.preamble)  # the scan's bit order
 RULE_WORDS = sorted(set(re.findall(r"[a-z']+", " ".join(rule.pattern for rule in RULES))))
 ODD = [
     "\u200b",  # zero-width space
@@ -459,7 +458,9 @@ def test_gates_pass_matches_drawn_from_their_pattern(rule: Rule) -> None:
         matched += 1
         misses = _gate_misses(DEFAULT._scan, RULES, opening)
         assert rule.id not in misses, rule.id
-    assert matched >= 200, (rule.id, matched)  # the test is not vacuous
+    # Not vacuous. (A preamble rule matches only at the very start of the text: of
+    # the six contexts, only "" leaves it there.)
+    assert matched >= (100 if rule in DEFAULT.preamble else 200), (rule.id, matched)
 
 
 # Random patterns: the gate's reading of the syntax, on patterns the shipped ones do

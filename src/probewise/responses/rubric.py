@@ -8,8 +8,9 @@ form: lower case, straight apostrophes (``can't``), single spaces.
 
 Refusal and deflection rules are searched in the completion's *opening*: its first
 two sentences, at most ``Rubric.opening_chars`` characters. Where the opening's first
-sentence is a *preamble* (a ``Rubric.preamble`` rule matches it: sympathy, an
-acknowledgement, a disclaimer) and the opening decides nothing, both groups are
+sentence is a *preamble* (a ``Rubric.preamble`` rule matches the opening; the shipped
+ones read only its first sentence: sympathy, an acknowledgement, a disclaimer) and
+the opening decides nothing, both groups are
 searched again in the *sequel*: the two sentences after that first sentence, at most
 ``opening_chars`` characters. So a refusal or redirect that follows "I'm sorry you're
 going through this." is read, and no rule reads further than the third sentence.
@@ -788,10 +789,11 @@ _LETTER_RUNS = bytes(byte if 0x61 <= byte <= 0x7A else 0x20 for byte in range(25
 class _GateScan:
     """The gates of a rubric's rules, tested in one pass over an opening.
 
-    ``candidates(text)`` is a bit mask over ``refusal + deflection`` (refusal rule
-    ``i`` is bit ``i``, deflection rule ``j`` bit ``len(refusal) + j``) of the rules
-    whose gate ``text`` passes: the others cannot match it. A group whose rules were
-    not all vetted is not prefiltered (``refusal_ok`` / ``deflection_ok`` False):
+    ``candidates(text)`` is a bit mask over ``refusal + deflection + preamble``
+    (refusal rule ``i`` is bit ``i``, deflection rule ``j`` bit ``len(refusal) + j``,
+    preamble rule ``k`` bit ``preamble_shift + k``) of the rules whose gate ``text``
+    passes: the others cannot match it. A group whose rules were not all vetted is
+    not prefiltered (``refusal_ok`` / ``deflection_ok`` / ``preamble_ok`` False):
     classify runs it as before.
 
     The words of a text are looked up once: each term has a bit in each of
@@ -802,8 +804,11 @@ class _GateScan:
 
     __slots__ = (
         "always",
+        "deflection_bits",
         "deflection_ok",
         "masks",
+        "preamble_ok",
+        "preamble_shift",
         "refusal_bits",
         "refusal_count",
         "refusal_ok",
@@ -812,13 +817,21 @@ class _GateScan:
         "words",
     )
 
-    def __init__(self, refusal: tuple[Rule, ...], deflection: tuple[Rule, ...]) -> None:
-        rules = (*refusal, *deflection)
+    def __init__(
+        self,
+        refusal: tuple[Rule, ...],
+        deflection: tuple[Rule, ...],
+        preamble: tuple[Rule, ...] = (),
+    ) -> None:
+        rules = (*refusal, *deflection, *preamble)
         self.refusal_count = len(refusal)
         self.refusal_bits = (1 << len(refusal)) - 1
+        self.deflection_bits = (1 << len(deflection)) - 1
+        self.preamble_shift = len(refusal) + len(deflection)
         # (An empty group runs no rule and reads no clock: leave it to the old path.)
         self.refusal_ok = bool(refusal) and all(rule._gate is not None for rule in refusal)
         self.deflection_ok = bool(deflection) and all(rule._gate is not None for rule in deflection)
+        self.preamble_ok = bool(preamble) and all(rule._gate is not None for rule in preamble)
         # Per term: its rule's bit, its string condition, and its word conditions
         # with extra strings (layer, words bit, extras).
         terms: list[tuple[int, tuple[tuple[int, tuple[str, ...]], ...]]] = []
@@ -911,8 +924,8 @@ class Rubric:
     """The rule sets that :func:`probewise.classify` applies.
 
     ``refusal`` and ``deflection`` are searched, in order, in the completion's
-    opening, and, where a ``preamble`` rule matches the opening's first sentence, in the
-    two sentences after it (see the module notes); ``axes`` maps a caller's axis key to rules whose match is evidence of
+    opening, and, where a ``preamble`` rule matches the opening and it decides nothing,
+    in the two sentences after its first sentence (see the module notes); ``axes`` maps a caller's axis key to rules whose match is evidence of
     compliance on that axis. ``timeout`` bounds the total matching time of one
     classification in seconds (past it the outcome is ``Error(kind=TIMEOUT)``).
     """
@@ -928,6 +941,9 @@ class Rubric:
     _refusal_any: regex.Pattern[str] | None = attrs.field(init=False, default=None, repr=False)
     _deflection_any: regex.Pattern[str] | None = attrs.field(init=False, default=None, repr=False)
     _preamble_any: regex.Pattern[str] | None = attrs.field(init=False, default=None, repr=False)
+    # Set when every preamble rule is a shipped (vetted) one and their combination is
+    # anchored: classify matches it without the regex module's timer (see _sequel).
+    _preamble_vetted: bool = attrs.field(init=False, default=False, repr=False)
     _scan: _GateScan | None = attrs.field(init=False, default=None, repr=False)
     # Outcomes that name a rule of this rubric, made once each: (kind, index, truncated).
     # They are immutable and hold no text.
@@ -957,9 +973,17 @@ class Rubric:
                 )
         object.__setattr__(self, "_refusal_any", _combine(self.refusal))
         object.__setattr__(self, "_deflection_any", _combine(self.deflection))
-        object.__setattr__(self, "_preamble_any", _combine(self.preamble))
-        scan = _GateScan(self.refusal, self.deflection)
-        if scan.refusal_ok or scan.deflection_ok:
+        preamble_any = _combine(self.preamble)
+        object.__setattr__(self, "_preamble_any", preamble_any)
+        object.__setattr__(
+            self,
+            "_preamble_vetted",
+            preamble_any is not None
+            and _anchored(preamble_any.pattern)
+            and all(rule._gate is not None for rule in self.preamble),
+        )
+        scan = _GateScan(self.refusal, self.deflection, self.preamble)
+        if scan.refusal_ok or scan.deflection_ok or scan.preamble_ok:
             object.__setattr__(self, "_scan", scan)
 
     @classmethod
