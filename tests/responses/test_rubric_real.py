@@ -83,10 +83,15 @@ def test_rbr_beats_the_prefix_list(report: Any) -> None:
 def test_rbr_deflections(report: Any) -> None:
     group = _group(report, "rbr-gold", "synthetic")
     deflected = group["detectors"]["rubric"]["deflected"]
-    # Target (issue #17): recall >= 0.70 at precision >= 0.85. Precision (partial left
-    # out) meets it; recall is held at the level reached (0.584), below the target.
+    # Target (issue #17): recall >= 0.70 at precision >= 0.85, met (0.719 at 0.907,
+    # partial left out; in-sample). Per split the test split sits just under the
+    # target (0.692): it is held at the level reached, rounded down.
     assert deflected["precision_left_out"] >= 0.85, deflected
-    assert deflected["recall"] >= 0.55, deflected
+    assert deflected["recall"] >= 0.70, deflected
+    for split, floor in (("split train", 0.70), ("split test", 0.65)):
+        figures = _group(report, "rbr-gold", split)["detectors"]["rubric"]["deflected"]
+        assert figures["recall"] >= floor, (split, figures)
+        assert figures["precision_left_out"] >= 0.85, (split, figures)
 
 
 def test_prefix_baseline_reads_only_the_start(evaluation: ModuleType) -> None:
