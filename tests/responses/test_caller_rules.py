@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from probewise import Complied, Deflected, Empty, Refused, Rubric, Rule, classify
 from probewise.responses import classify as classify_module
-from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_REFUSAL
+from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_REFUSAL
 from probewise.responses.rubric import _anchored
 
 FLAGS = regex.IGNORECASE | regex.V0
@@ -43,7 +43,11 @@ def test_anchoring_is_read_conservatively() -> None:
     assert not any(_anchored(p) for p in not_anchored)
     # The shipped refusal rules stay on the fast path (match at 0 only).
     assert all(_anchored(rule.pattern) for rule in DEFAULT_REFUSAL)
-    assert not any(_anchored(rule.pattern) for rule in DEFAULT_DEFLECTION)
+    # Deflection rules search anywhere, but for those behind the answer-has-begun check
+    # (a leading "^(?!...)" that governs the whole pattern): they match at 0 only.
+    for rule in DEFAULT_DEFLECTION:
+        assert _anchored(rule.pattern) == rule.pattern.startswith("^(?!"), rule.id
+    assert all(_anchored(rule.pattern) for rule in DEFAULT_PREAMBLE)
 
 
 WORDS = ["sorry", "i won't", "well", "no", "help", "can't", "x", "the answer"]
