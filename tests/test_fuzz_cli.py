@@ -258,6 +258,8 @@ _DAMAGED: dict[str, bytes] = {
     "huge.json": b'{"traceEvents": [{"name":"k","ph":"X","ts":1e400,"dur":-99999999999999999999999,"cat":"kernel"}]}',
     "list.json": b"[1, 2]",
     "bom-config.json": b'\xef\xbb\xbf{"model_type": "llama"}',
+    "deep.json": b'{"traceEvents": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+    "deep-config.json": b'{"model_type": "llama", "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
 }
 
 
@@ -276,7 +278,9 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ["kernels", name]
             for name in ("empty.json", "truncated.json.gz", "nan.json", "control.json")
         ),
-        *(["kernels", name] for name in ("bom.json", "wrong.json", "huge.json")),
+        *(["kernels", name] for name in ("bom.json", "wrong.json", "huge.json", "deep.json")),
+        ["masks", "deep-config.json", "--seq", "16"],
+        ["preflight", "--config", "deep-config.json"],
         ["masks", "empty.json", "--seq", "16"],
         ["masks", "list.json", "--seq", "16"],
         ["masks", "bom-config.json", "--seq", "16"],
@@ -295,11 +299,15 @@ def test_other_subcommands_on_damaged_files(damaged: Path, argv: list[str]) -> N
 # In a real process: FIFOs (must not block) and memory set by values (RLIMIT_AS)
 
 
-def run_child(argv: Sequence[str], *, timeout: float = 60.0) -> tuple[int, str]:
-    """``python -m probewise.cli ARGV`` under RLIMIT_AS and a timeout: (status, stderr)."""
+def run_child(
+    argv: Sequence[str], *, timeout: float = 60.0, memory: int | None = _CHILD_MEMORY
+) -> tuple[int, str]:
+    """``python -m probewise.cli ARGV`` under RLIMIT_AS (``memory`` bytes; None: no
+    limit, for commands that import torch) and a timeout: (status, stderr)."""
 
     def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (_CHILD_MEMORY, _CHILD_MEMORY))
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     env.pop("PROBEWISE_DEBUG", None)
@@ -336,6 +344,16 @@ def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
         code, err = run_child(argv, timeout=30)
         assert code == 2, err
         assert "not a regular file" in err
+    trace = tmp_path / "trace.json"
+    os.mkfifo(trace)
+    for argv, memory in (  # the readers of traces and model configs refuse one too
+        (["kernels", str(trace)], _CHILD_MEMORY),
+        (["masks", str(fifo), "--seq", "16"], None),
+        (["preflight", "--config", str(fifo), "--seq", "16"], None),
+    ):
+        code, err = run_child(argv, timeout=60, memory=memory)
+        assert code == 2, err
+        assert "FIFO" in err
 
 
 @pytest.mark.parametrize(

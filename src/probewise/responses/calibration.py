@@ -61,7 +61,7 @@ import attrs
 
 from probewise.errors import ArgumentTypeError, CalibrationError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
-from probewise.responses.tally import ArmTally, Proportion, _count, _instance_of, _unit_or_nan
+from probewise.responses.tally import ArmTally, Proportion, _count, _unit_or_nan, checked_type
 
 if TYPE_CHECKING:
     import numpy as np
@@ -166,7 +166,7 @@ class ThreeWayRates:
     refused_high: float = attrs.field(validator=_unit_or_nan)
     deflected_low: float = attrs.field(validator=_unit_or_nan)
     deflected_high: float = attrs.field(validator=_unit_or_nan)
-    clipped: bool = attrs.field(validator=_instance_of(bool))
+    clipped: bool = attrs.field(validator=checked_type(bool))
 
     def __attrs_post_init__(self) -> None:
         for name in ("complied", "refused", "deflected"):
@@ -219,11 +219,11 @@ class CorrectedRate:
     estimate: float = attrs.field(validator=_unit_or_nan)
     low: float = attrs.field(validator=_unit_or_nan)
     high: float = attrs.field(validator=_unit_or_nan)
-    clipped: bool = attrs.field(validator=_instance_of(bool))
+    clipped: bool = attrs.field(validator=checked_type(bool))
     sensitivity: Proportion
     specificity: Proportion
     confidence: float = attrs.field(validator=_unit_or_nan)
-    method: CorrectionMethod = attrs.field(validator=_instance_of(CorrectionMethod))
+    method: CorrectionMethod = attrs.field(validator=checked_type(CorrectionMethod))
     empty: int = attrs.field(validator=_count)
     error: int = attrs.field(validator=_count)
     three_way: ThreeWayRates | None = None

@@ -11,7 +11,7 @@ import attrs
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses.calibration import Calibration, CorrectedComparison
 from probewise.responses.outcome import Deflected
-from probewise.responses.tally import ArmTally, Proportion, _count, _instance_of, _unit_or_nan
+from probewise.responses.tally import ArmTally, Proportion, _count, _unit_or_nan, checked_type
 
 __all__ = ["ControlState", "ControlVerdict", "compare_arms"]
 
@@ -42,7 +42,7 @@ class ControlVerdict:
     :class:`~probewise.Calibration` (else ``None``).
     """
 
-    state: ControlState = attrs.field(validator=_instance_of(ControlState))
+    state: ControlState = attrs.field(validator=checked_type(ControlState))
     deflected_a: int = attrs.field(validator=_count)
     deflected_b: int = attrs.field(validator=_count)
     p_value: float = attrs.field(validator=_unit_or_nan)

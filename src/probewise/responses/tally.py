@@ -26,7 +26,7 @@ def _count(instance: object, attribute: attrs.Attribute[int], value: object) -> 
         raise InvalidInputError(f"{name} must be >= 0, got {value}")
 
 
-def _instance_of(kind: type[_T]) -> Callable[[object, attrs.Attribute[_T], _T], None]:
+def checked_type(kind: type[_T]) -> Callable[[object, attrs.Attribute[_T], _T], None]:
     """An attrs validator like ``attrs.validators.instance_of`` that raises
     :class:`~probewise.ArgumentTypeError` and reports the wrong value's type only."""
 
