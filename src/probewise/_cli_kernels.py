@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import os
+import socket
 import sys
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Executor
@@ -144,17 +145,49 @@ def _executor(scheduler: str | None) -> Generator[Executor | None]:
         return
     with requires(Extra.DASK, "--dask-scheduler"):
         from distributed import Client
+    _reach(scheduler)
     try:
         client = Client(scheduler, timeout=_CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, ValueError) as error:  # unreachable, refused, timed out, bad address
-        raise InvalidInputError(
-            f"--dask-scheduler: cannot connect to {scheduler}: {type(error).__name__}: "
-            + (str(error).strip().splitlines() or [""])[0]
-        ) from None
+        raise _unreachable(scheduler, error) from None
     try:
-        yield client.get_executor()
+        # pure=False: a file read twice (PATH and --diff) is read again, never a cached task
+        yield client.get_executor(pure=False)
     finally:
         client.close()
+
+
+def _reach(scheduler: str) -> None:
+    """Refuse an address that nothing answers on, before a Client is made.
+
+    A Client that fails to start (distributed 2026.8) retries until its timeout and
+    then blocks the interpreter's exit in its ``__del__`` for twice that, so the
+    address is checked first with one plain TCP connection, which fails in one line.
+    Only the TCP-based protocols are taken (tcp, tls, ws, wss; none means tcp): ucx
+    and inproc are for the library's ``executor=``, with a Client made by the caller.
+    """
+    protocol, _, rest = scheduler.rpartition("://")
+    if protocol not in ("", "tcp", "tls", "ws", "wss"):
+        raise InvalidInputError(
+            f"--dask-scheduler: protocol {protocol!r} is not taken here (tcp, tls, ws, wss); "
+            "for others pass a Client's executor to read_chrome_traces(executor=...)"
+        )
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidInputError(
+            f"--dask-scheduler: give tcp://HOST:PORT (the scheduler's address), got {scheduler!r}"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), _CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise _unreachable(scheduler, error) from None
+
+
+def _unreachable(scheduler: str, error: Exception) -> InvalidInputError:
+    return InvalidInputError(
+        f"--dask-scheduler: cannot connect to {scheduler}: {type(error).__name__}: "
+        + (str(error).strip().splitlines() or [""])[0]
+    )
 
 
 @final

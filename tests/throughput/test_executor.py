@@ -268,6 +268,14 @@ def test_cli_dask_scheduler_that_does_not_answer(
         f"probewise kernels: error: --dask-scheduler: cannot connect to {address}: "
     )
     assert err.count("\n") == 1
+    for bad, says in (
+        ("nonsense", "give tcp://HOST:PORT (the scheduler's address), got 'nonsense'"),
+        ("ucx://127.0.0.1:8786", "protocol 'ucx' is not taken here (tcp, tls, ws, wss)"),
+    ):
+        assert main(["kernels", str(trace), "--dask-scheduler", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"probewise kernels: error: --dask-scheduler: {says}")
+        assert err.count("\n") == 1
 
 
 # ------------------------------------------------------------------ arm shards
