@@ -25,6 +25,8 @@ from typing import Any, cast
 
 import pytest
 from distributed import Client, LocalCluster
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from probewise import ArmTally, run_arm, run_arm_shards
 from probewise import _cli_kernels as cli_kernels
@@ -161,6 +163,39 @@ def test_thread_and_process_pools_equal_the_local_read(ranks: Path) -> None:
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(2, mp_context=spawn) as processes:
         assert read_chrome_traces(ranks, executor=processes, workers=1) == local
+
+
+@pytest.fixture(scope="module")
+def small_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Five tiny ranks of an 8-rank job (ranks 0, 2, 3, 5, 6), one kernel name shared."""
+    root = tmp_path_factory.mktemp("small_ranks")
+    files: list[Path] = []
+    for rank in (0, 2, 3, 5, 6):
+        events = [
+            {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": i, "dur": dur}
+            for i, (name, dur) in enumerate(
+                [("gemm", 1.5 + rank), (f"only_rank_{rank}", 0.001 * (rank + 1))]
+            )
+        ]
+        path = root / f"r{rank}.json"
+        path.write_text(
+            json.dumps({"distributedInfo": {"rank": rank, "world_size": 8}, "traceEvents": events})
+        )
+        files.append(path)
+    return files
+
+
+@settings(max_examples=12, deadline=None)
+@given(order=st.data())
+def test_the_order_of_paths_and_of_completion_changes_nothing(
+    small_ranks: list[Path], order: st.DataObject
+) -> None:
+    shuffled = order.draw(st.permutations(small_ranks))
+    local = read_chrome_traces(small_ranks)
+    with ThreadPoolExecutor(3) as pool:  # tasks finish in whatever order the threads do
+        remote = read_chrome_traces(shuffled, executor=pool)
+    assert remote == local
+    assert remote.missing_ranks == (1, 4, 7)
 
 
 @pytest.mark.fixtures
