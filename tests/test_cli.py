@@ -1,14 +1,17 @@
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from probewise.cli import main
+from probewise.errors import InvalidInputError
 from probewise.throughput.kernels import KernelTable
 
 
@@ -427,3 +430,149 @@ def test_buckets_subcommand_is_the_sweep(
     assert out.count("length buckets") == 9  # the default widths, 16 .. 4,096
     assert main(["buckets", str(path), "--batch-size", "8", "--sizes", "x"]) == 2
     assert "comma-separated" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------
+# The error contract (issue 19): 2 bad input, 3 internal error, 130 interrupted
+
+
+def _raising(error: BaseException) -> Callable[[argparse.Namespace], int]:
+    def handler(_args: argparse.Namespace) -> int:
+        raise error
+
+    return handler
+
+
+def test_an_unexpected_exception_is_exit_3_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise import _cli_fit
+
+    monkeypatch.delenv("PROBEWISE_DEBUG", raising=False)
+    monkeypatch.setattr(_cli_fit, "_run", _raising(ZeroDivisionError("secret-canary")))
+    assert main(["fit", "1:1"]) == 3
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("probewise fit: internal error: ZeroDivisionError at ")
+    assert "PROBEWISE_DEBUG=1" in lines[0]
+    assert "Traceback" not in captured.err
+    assert "secret-canary" not in captured.err + captured.out
+
+
+def test_probewise_debug_prints_the_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise import _cli_fit
+
+    monkeypatch.setenv("PROBEWISE_DEBUG", "1")
+    monkeypatch.setattr(_cli_fit, "_run", _raising(RecursionError("deep")))
+    assert main(["fit", "1:1"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert err.strip().splitlines()[-1].startswith("probewise fit: internal error: RecursionError")
+
+
+def test_ctrl_c_is_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise import _cli_fit
+
+    monkeypatch.setattr(_cli_fit, "_run", _raising(KeyboardInterrupt()))
+    assert main(["fit", "1:1"]) == 130
+    assert capsys.readouterr().err == "probewise fit: interrupted\n"
+
+
+def test_a_probewise_error_is_one_line_even_with_newlines(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise import _cli_fit
+
+    monkeypatch.setattr(_cli_fit, "_run", _raising(InvalidInputError("first\nsecond\r\nthird")))
+    assert main(["fit", "1:1"]) == 2
+    assert capsys.readouterr().err == "probewise fit: error: first second third\n"
+
+
+def test_usage_errors_stay_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["lengths", "--bins-per-octave", "1e8", "x"])
+    assert caught.value.code == 2
+    assert "invalid int value" in capsys.readouterr().err
+
+
+def test_every_error_class_also_derives_from_a_builtin() -> None:
+    """Each ProbewiseError subclass in probewise.errors is also a ValueError, OSError, ..."""
+    import probewise.errors as errors
+
+    classes = [
+        value
+        for value in vars(errors).values()
+        if isinstance(value, type)
+        and issubclass(value, errors.ProbewiseError)
+        and value is not errors.ProbewiseError
+    ]
+    assert len(classes) >= 11
+    generic = {errors.ProbewiseError, Exception, BaseException, object}
+    for cls in classes:
+        builtin = [
+            base for base in cls.__mro__ if base.__module__ == "builtins" and base not in generic
+        ]
+        assert builtin, f"{cls.__name__} derives from no builtin exception but Exception"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["lengths", "{dir}/fifo"], "FIFO"),
+        (["buckets", "{dir}/fifo", "--batch-size", "2"], "FIFO"),
+        (["fit", "{dir}/fifo"], "FIFO"),
+        (["lengths", "{dir}/loop"], "symbolic links"),
+        (["lengths", "{dir}"], "a folder"),
+        (["lengths", "{dir}/ok.txt", "--tokenizer", "{dir}/missing"], "no tokenizer folder"),
+        (["lengths", "{dir}/ok.txt", "--bins-per-octave", "100000000"], "between 1 and 256"),
+        (["lengths", "{dir}/huge.txt"], "above the bound of 2**40"),
+        (["lengths", "{dir}/ok.txt", "--pack-to", str(10**30)], "at most 2**40"),
+        (["fit", "1:5e-324", "2:1", "3:2"], "too small"),
+        (["fit", f"{10**40}:1", "2:1", "3:2"], "at most 2**40"),
+        (["fit", "1:1", "2:2", "3:3", "--at", str(10**48)], "at most 2**40"),
+    ],
+)
+def test_damaged_input_is_exit_2_with_a_named_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "ok.txt").write_text("5\n9\n")
+    (tmp_path / "huge.txt").write_text(f"5\n{2**40 + 1}\n")
+    assert main([a.format(dir=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lengths", "{dir}/big.txt", "--batch-size", "2", "--sweep", "16,999999999999"],
+        ["buckets", "{dir}/big.txt", "--batch-size", str(10**30), "--sizes", str(10**30)],
+    ],
+)
+def test_huge_values_are_answered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    (tmp_path / "big.txt").write_text(f"5\n{10**12}\n")
+    assert main([a.format(dir=tmp_path) for a in argv]) == 0
+    assert "bucket sweep" in capsys.readouterr().out
+
+
+def test_ctrl_c_while_the_subcommands_import_is_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probewise import cli
+
+    def interrupted() -> argparse.ArgumentParser:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert main(["fit", "1:1"]) == 130
+    assert capsys.readouterr().err == "probewise: interrupted\n"

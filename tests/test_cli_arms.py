@@ -199,3 +199,71 @@ def test_missing_prompt_file_exits_2(tmp_path: Path, capfd: pytest.CaptureFixtur
     argv = ["arms", str(tmp_path / "none.txt"), "--a", "http://h/v1#a", "--b", "http://h/v1#b"]
     assert main(argv) == 2
     assert "cannot read" in capfd.readouterr().err
+
+
+def _calibration_file(path: Path, *, good: bool) -> Path:
+    from probewise import Calibration, Complied, Deflected, HumanLabel, Refused
+
+    pairs: list[tuple[Complied | Deflected | Refused, HumanLabel]]
+    if good:  # misses a quarter of the declines, flags one answer in ten
+        pairs = [(Refused(), HumanLabel.DECLINED)] * 30 + [(Complied(), HumanLabel.DECLINED)] * 10
+        pairs += [(Complied(), HumanLabel.COMPLIED)] * 36 + [(Deflected(), HumanLabel.COMPLIED)] * 4
+    else:  # the rubric's verdict says nothing about the label
+        pairs = [(Refused(), label) for label in (HumanLabel.DECLINED, HumanLabel.COMPLIED)] * 5
+        pairs += [(Complied(), label) for label in (HumanLabel.DECLINED, HumanLabel.COMPLIED)] * 5
+    path.write_text(json.dumps(Calibration.of(pairs).to_dict()), encoding="utf-8")
+    return path
+
+
+def test_calibration_adds_corrected_rates(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from probewise import ArmTally, Calibration
+
+    prompts = _jsonl(
+        tmp_path / "p.jsonl",
+        {
+            "r1": "refuse:1",
+            "r2": "refuse:2",
+            "d1": "deflect:1",
+            **{f"s{i}": f"stop:{i}" for i in range(7)},
+        },
+    )
+    calibration_file = _calibration_file(tmp_path / "cal.json", good=True)
+    argv = ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y"]
+    assert main([*argv, "--calibration", str(calibration_file), "--json", *FAST]) == 0
+    out, err = capfd.readouterr()
+    _clean(out, err)
+    document = json.loads(out)
+    calibration = Calibration.from_dict(json.loads(calibration_file.read_text(encoding="utf-8")))
+    tally_a = ArmTally.from_dict(document["tally_a"])
+    tally_b = ArmTally.from_dict(document["tally_b"])
+    assert document["corrected"] == json.loads(
+        json.dumps(calibration.compare(tally_a, tally_b).to_dict())
+    )
+    assert (
+        document["corrected"]["a"]["estimate"] > document["corrected"]["a"]["observed"]["estimate"]
+    )
+    assert main([*argv, "--calibration", str(calibration_file), *FAST]) == 0
+    out, err = capfd.readouterr()
+    _clean(out, err)
+    assert "calibrated: corrected declined rates: A " in out
+
+
+def test_bad_calibration_exits_2_before_any_request(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    prompts = _jsonl(tmp_path / "p.jsonl", {"s1": "stop:1"})
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"matrix": 3}', encoding="utf-8")
+    argv = ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y"]
+    assert main([*argv, "--calibration", str(broken), *FAST]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1
+    assert "broken.json" in err
+    assert server.requests == 0  # type: ignore[attr-defined]
+    chance = _calibration_file(tmp_path / "chance.json", good=False)
+    assert main([*argv, "--calibration", str(chance), *FAST]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1
+    assert "chance" in err

@@ -4,12 +4,14 @@ Everything public is re-exported here; nothing else lives in this module.
 """
 
 from probewise.errors import (
+    ArgumentTypeError,
     CalibrationError,
     CrossDocumentAttentionError,
     DamageKind,
     EmptyChoicesError,
     FastPathLostError,
     InferenceServerError,
+    InputFileError,
     InsufficientPointsError,
     InvalidInputError,
     LengthInputError,
@@ -169,6 +171,7 @@ from probewise.throughput.traces import (
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ArgumentTypeError",
     "ArmTally",
     "AttentionDtype",
     "BackendPrediction",
@@ -214,6 +217,7 @@ __all__ = [
     "HistogramBin",
     "HumanLabel",
     "InferenceServerError",
+    "InputFileError",
     "InsufficientPointsError",
     "InvalidInputError",
     "Judge",

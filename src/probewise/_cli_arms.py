@@ -12,6 +12,13 @@ is its ``--a``/``--b`` URL or else ``--url``, its model the ``#MODEL`` part or e
 ``http://localhost:8000/v1``. An API key is read from the environment variable that
 ``--api-key-env`` names, never from the command line.
 
+``--calibration FILE`` reads a :class:`~probewise.Calibration` saved as JSON
+(``json.dumps(calibration.to_dict())``, from a sample of the same rubric's outcomes
+against human labels) and also prints both arms' declined rates corrected for the
+rubric's measured error, with their difference and its interval
+(:meth:`~probewise.Calibration.compare`). A calibration that cannot correct (a rubric
+no better than chance on it) is an error, exit 2, after the run.
+
 Both arms run through :func:`~probewise.run_paired` with
 :class:`~probewise.OpenAICompatibleGenerator`; it prints the tallies with Wilson
 intervals, the control verdict and the exact McNemar test per bucket. Completions are
@@ -38,8 +45,9 @@ from typing import cast, final
 import attrs
 
 from probewise._cli_demo import _ROWS, _paired_document
-from probewise.errors import InvalidInputError
+from probewise.errors import InvalidInputError, ProbewiseError
 from probewise.responses.arms import OutcomeBucket, PairedResult, run_paired
+from probewise.responses.calibration import Calibration
 from probewise.responses.generators import OpenAICompatibleGenerator, _shown_url
 from probewise.responses.tally import ArmTally
 
@@ -91,6 +99,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--checkpoint", type=Path, metavar="PATH", help="outcomes file(s) to resume from"
     )
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help="a Calibration saved as JSON (Calibration.to_dict): also print the declined "
+        "rates corrected for the rubric's measured error",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(handler=run)
@@ -125,6 +140,22 @@ def read_prompts(path: Path) -> dict[str | int, str]:
             raise InvalidInputError(f"{path}:{n}: id {prompt_id!r} appears twice")
         prompts[prompt_id] = prompt
     return prompts
+
+
+def read_calibration(path: Path) -> Calibration:
+    """A :class:`~probewise.Calibration` from the JSON document ``Calibration.to_dict`` gives."""
+    try:
+        data: object = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidInputError(f"cannot read {path}: {type(error).__name__}") from None
+    except ValueError:
+        raise InvalidInputError(f"{path}: not a JSON document") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path}: not a JSON object (Calibration.to_dict())")
+    try:
+        return Calibration.from_dict(cast("dict[str, object]", data))
+    except ProbewiseError as error:
+        raise InvalidInputError(f"{path}: {error}") from None
 
 
 def _target(arm: str, spec: str | None, url: str | None, model: str | None) -> _Target:
@@ -164,6 +195,8 @@ def _generator(
 
 def run(args: argparse.Namespace) -> int:
     prompts = read_prompts(args.prompts)
+    # Read before any request is sent: a bad file must not cost a whole run.
+    calibration = None if args.calibration is None else read_calibration(args.calibration)
     targets = (
         _target("A", args.a, args.url, args.model_a),
         _target("B", args.b, args.url, args.model_b),
@@ -187,6 +220,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"probewise arms: interrupted{resume}", file=sys.stderr)
         return 1
     errors = result.tally_a.error + result.tally_b.error
+    # A rubric indistinguishable from chance on the labelled sample raises
+    # CalibrationError here (exit 2), after the run: its outcomes are checkpointed.
+    corrected = None if calibration is None else calibration.compare(result.tally_a, result.tally_b)
     if args.json:
         document = _paired_document(result)
         document.update(
@@ -211,9 +247,13 @@ def run(args: argparse.Namespace) -> int:
                 ],
             }
         )
+        if corrected is not None:
+            document["corrected"] = corrected.to_dict()
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
         _print(result, targets)
+        if corrected is not None:
+            print(f"calibrated: {corrected}")
     if errors:
         print(
             f"probewise arms: incomplete: {result.tally_a.error} prompts in arm A and "

@@ -11,9 +11,11 @@ import argparse
 import csv
 import json
 import math
+import os
 from pathlib import Path
 
 from probewise.errors import InvalidInputError
+from probewise.throughput._length_input import read_regular_file
 from probewise.throughput.scaling import FitLoss, ScalingFit, ScalingPoint
 
 
@@ -50,14 +52,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _point(text: str, batch: int, where: str) -> ScalingPoint:
     parts = [p.strip() for p in text.split(":")]
     if len(parts) not in (2, 3):
-        raise InvalidInputError(f"{where}: expected LENGTH:SECONDS[:BATCH], got {text!r}")
+        raise InvalidInputError(f"{where}: expected LENGTH:SECONDS[:BATCH], got {_shown(text)}")
     try:
         length = int(parts[0])
         seconds = float(parts[1])
         point_batch = int(parts[2]) if len(parts) == 3 else batch
     except ValueError:
         raise InvalidInputError(
-            f"{where}: expected LENGTH:SECONDS[:BATCH] (integers and a number), got {text!r}"
+            f"{where}: expected LENGTH:SECONDS[:BATCH] (integers and a number), got {_shown(text)}"
         ) from None
     try:
         return ScalingPoint(length, seconds, point_batch)
@@ -66,10 +68,11 @@ def _point(text: str, batch: int, where: str) -> ScalingPoint:
 
 
 def _csv_points(path: Path, batch: int) -> list[ScalingPoint]:
+    data = read_regular_file(path)  # a FIFO or a folder is refused, never read
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidInputError(f"cannot read {path}: {error}") from None
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InvalidInputError(f"{path}: not UTF-8 text (byte {error.start})") from None
     points: list[ScalingPoint] = []
     for number, row in enumerate(csv.reader(text.splitlines()), start=1):
         cells = [c.strip() for c in row]
@@ -88,13 +91,17 @@ def read_points(items: list[str], batch: int) -> list[ScalingPoint]:
     points: list[ScalingPoint] = []
     for item in items:
         path = Path(item)
-        if ":" not in item or path.is_file():
-            if not path.is_file():
-                raise InvalidInputError(f"{item!r} is neither LENGTH:SECONDS nor a CSV file")
+        if os.path.lexists(path):  # a file, a FIFO, a dangling or looping symlink
             points.extend(_csv_points(path, batch))
+        elif ":" in item:
+            points.append(_point(item, batch, f"point {_shown(item)}"))
         else:
-            points.append(_point(item, batch, f"point {item!r}"))
+            raise InvalidInputError(f"{_shown(item)} is neither LENGTH:SECONDS nor a CSV file")
     return points
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -129,8 +129,9 @@ def _parse_sweep(text: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
+        shown = text if len(text) <= 60 else text[:57] + "..."
         raise InvalidInputError(
-            f"--sweep takes comma-separated bucket widths in tokens, got {text!r}"
+            f"--sweep takes comma-separated bucket widths in tokens, got {shown!r}"
         ) from None
     if not sizes:
         raise InvalidInputError("--sweep needs at least one bucket width")
@@ -138,9 +139,7 @@ def _parse_sweep(text: str) -> list[int]:
 
 
 def _load(args: argparse.Namespace) -> LengthInput:
-    path = Path(str(args.file))
-    if not path.is_file():
-        raise InvalidInputError(f"no such file: {path}")
+    path = Path(str(args.file))  # missing, a FIFO or a folder: InputFileError from the reader
     source_field = None if args.source_field is None else str(args.source_field)
     if args.tokenizer is not None:
         return tokenize_lengths(

@@ -36,6 +36,12 @@ def _pyplot() -> ModuleType:
     return plt
 
 
+def _check_target(path: Path) -> None:
+    """Refuse a target that exists and is not a regular file: writing a FIFO would block."""
+    if path.exists() and not path.is_file():
+        raise InvalidInputError(f"cannot write the plot to {path}: it is not a regular file")
+
+
 def _save(figure: Figure, path: Path) -> None:
     import matplotlib.pyplot as plt
 
@@ -50,6 +56,7 @@ def _save(figure: Figure, path: Path) -> None:
 
 def plot_lengths(path: Path, stats: LengthStats, sweep: BucketSweep | None) -> None:
     """Write the histogram (and, with a sweep, waste against bucket width) to ``path``."""
+    _check_target(path)
     plt = _pyplot()
 
     panels = 1 if sweep is None else 2
@@ -86,6 +93,7 @@ def _plot_sweep(ax: object, sweep: BucketSweep) -> None:
 
 def plot_fit(path: Path, fit: ScalingFit, points: list[ScalingPoint]) -> None:
     """Write the points, the fitted curve and its three terms (batch 1) to ``path``."""
+    _check_target(path)
     plt = _pyplot()
     import numpy as np
 

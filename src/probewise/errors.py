@@ -1,7 +1,11 @@
 """Every exception probewise raises, in one place.
 
-All of them derive from :class:`ProbewiseError`. Messages say what was wrong and
-what to do about it; none ever carries completion text.
+All of them derive from :class:`ProbewiseError`, and each also derives from the
+builtin exception that fits it (:class:`ValueError` for a bad value,
+:class:`OSError` for an unusable file, :class:`TypeError`, :class:`RuntimeError`,
+:class:`AssertionError` for a failed check), so code written against the builtins
+keeps catching them. Messages say what was wrong and what to do about it; none ever
+carries completion text.
 """
 
 from __future__ import annotations
@@ -9,10 +13,12 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "ArgumentTypeError",
     "CalibrationError",
     "CrossDocumentAttentionError",
     "DamageKind",
     "FastPathLostError",
+    "InputFileError",
     "InsufficientPointsError",
     "InvalidInputError",
     "LengthInputError",
@@ -33,6 +39,26 @@ class ProbewiseError(Exception):
 
 class InvalidInputError(ProbewiseError, ValueError):
     """An argument has the right type but a value the operation cannot use."""
+
+
+class ArgumentTypeError(ProbewiseError, TypeError):
+    """An argument has the wrong type. The message names the argument and the type it
+    got, never its value (which might be completion text)."""
+
+
+class InputFileError(InvalidInputError, OSError):
+    """A file or folder named as input cannot be used: it is missing, is not a regular
+    file (a FIFO, a device, a folder where a file was expected), loops through
+    symlinks, or cannot be read. ``path`` names it.
+
+    An :class:`OSError` as well as an :class:`InvalidInputError`, so code that
+    catches ``OSError`` around file reading keeps working. A FIFO is refused rather
+    than read: reading one blocks until something writes to it.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(f"{message} ({path})")
+        self.path = path
 
 
 class SealedError(ProbewiseError, TypeError):

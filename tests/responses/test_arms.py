@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import logging
 import pickle
 import warnings
@@ -17,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probewise import ArmTally, Completion, ControlState, FinishReason, Rubric, classify
+from probewise.responses import _checkpoint
 from probewise.responses.arms import OutcomeBucket, run_arm, run_paired
 
 CANARY = "zq-arm-canary-41c2"
@@ -37,6 +37,11 @@ ARM_B = {
     "p4": f"I'd recommend consulting a specialist instead. {CANARY}",
 }
 PROMPTS: dict[Hashable, str] = {k: f"prompt {k}" for k in ARM_A}
+
+
+def saved(path: Path) -> int:
+    """Prompts the checkpoint at ``path`` holds."""
+    return len(_checkpoint.read(path, Rubric.default()))
 
 
 class GeneratorFailed(RuntimeError):
@@ -169,9 +174,8 @@ def test_resume_after_a_kill_loses_nothing_and_repeats_nothing(tmp_path: Path) -
 
     with pytest.raises(KeyboardInterrupt):
         run_arm(prompts, killed_after_three, checkpoint=checkpoint, progress=False)
-    saved = checkpoint.read_text()
-    assert CANARY not in saved
-    assert len(json.loads(saved)["outcomes"]) == 3
+    assert CANARY not in checkpoint.read_text()
+    assert saved(checkpoint) == 3
     resumed_calls: list[str] = []
 
     def fresh(prompt: str) -> Completion:
@@ -219,7 +223,7 @@ def test_run_paired_resumes_both_arms(tmp_path: Path) -> None:
             PROMPTS, from_table(ARM_A), b_killed_after_two, checkpoint=checkpoint, progress=False
         )
     assert (tmp_path / "run.a.json").exists()
-    assert len(json.loads((tmp_path / "run.b.json").read_text())["outcomes"]) == 2
+    assert saved(tmp_path / "run.b.json") == 2
     again: list[str] = []
 
     def counting(table: dict[str, str]) -> object:
@@ -308,14 +312,14 @@ def test_resume_after_a_real_kill(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if checkpoint.exists() and len(json.loads(checkpoint.read_text())["outcomes"]) >= 5:
+            if checkpoint.exists() and saved(checkpoint) >= 5:
                 break
             time.sleep(0.02)
         child.send_signal(signal.SIGKILL)
     finally:
         child.wait()
     assert child.returncode == -signal.SIGKILL
-    done = len(json.loads(checkpoint.read_text())["outcomes"])  # a whole file: atomic writes
+    done = saved(checkpoint)  # whole lines only: a torn last one is skipped
     assert 5 <= done < 40
     calls: list[str] = []
 
@@ -327,3 +331,31 @@ def test_resume_after_a_real_kill(tmp_path: Path) -> None:
     tally = run_arm(prompts, generate, checkpoint=checkpoint, progress=False)
     assert len(calls) == 40 - done
     assert tally.complied == 40
+
+
+class _YieldsResults:
+    """A BatchGenerate whose generate_batch returns a generator, not a list."""
+
+    batch_size = 2
+
+    def generate_batch(self, prompts: list[str]) -> object:
+        return (Completion("Here is the answer.") for _ in prompts)
+
+
+def test_a_batch_generator_returning_a_generator_is_a_typed_error() -> None:
+    from probewise.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="generate_batch must return a sequence"):
+        run_arm({"a": "x", "b": "y"}, _YieldsResults(), progress=False)  # type: ignore[arg-type]
+
+
+def test_paired_result_and_mcnemar_errors_are_typed() -> None:
+    from probewise import ArgumentTypeError, InvalidInputError, McNemar
+
+    result = run_paired(PROMPTS, from_table(ARM_A), from_table(ARM_B), progress=False)
+    with pytest.raises(ArgumentTypeError, match="OutcomeBucket"):
+        result.test("complied")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="p_value"):
+        McNemar(bucket=OutcomeBucket.EMPTY, only_a=0, only_b=0, p_value=1.5)
+    with pytest.raises(ArgumentTypeError, match="p_value"):
+        McNemar(bucket=OutcomeBucket.EMPTY, only_a=0, only_b=0, p_value="x")  # type: ignore[arg-type]

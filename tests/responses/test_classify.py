@@ -225,3 +225,59 @@ def test_upper_case_caller_patterns_keep_ignorecase() -> None:
     rubric = Rubric(deflection=[Rule("a", r"\bBANANA\b"), Rule("b", r"\bkiwi\b")])
     assert isinstance(classify("I like Banana bread.", rubric), Deflected)
     assert isinstance(classify("KIWI!", rubric), Deflected)
+
+
+def _timed(call: object) -> tuple[object, float, int]:
+    """The result, seconds and peak traced bytes of ``call()``."""
+    import time
+    import tracemalloc
+
+    assert callable(call)
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        result = call()
+    finally:
+        elapsed = time.monotonic() - start
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return result, elapsed, peak
+
+
+def test_a_huge_completion_opening_with_zero_width_characters_is_bounded() -> None:
+    # 50 MB (25 million two-byte characters): it opens with zero-width spaces.
+    huge = "\u200b" * 5000 + "I can't help with that. " + "filler " * 3_570_000
+    outcome, seconds, peak = _timed(lambda: classify(huge))
+    assert isinstance(outcome, Refused)
+    assert seconds < 2.0
+    assert peak < 8 * 2**20  # never a copy of the whole text
+    # Nothing visible in the bounded prefix: Empty (documented), still bounded.
+    from probewise.responses.classify import PREFIX_FLOOR
+
+    blank_start = "\u200b" * (PREFIX_FLOOR + 10) + "I can't help with that." + "x " * 100_000
+    outcome, seconds, peak = _timed(lambda: classify(blank_start))
+    assert outcome == Empty()
+    assert seconds < 2.0
+    assert peak < 8 * 2**20
+
+
+def test_axis_rules_read_a_bounded_prefix_under_the_timeout() -> None:
+    from probewise.responses.classify import AXIS_CHARS
+
+    rubric = Rubric(axes={"cake": (Rule("axis.whisk", r"\bwhisk\b"),)})
+    early = "Sure. " + "stir \u00e9 " * 1000 + "whisk " + "more \u00e9 " * 8_000_000
+    outcome = classify(early, rubric, axis="cake")  # under the default 0.5 s timeout
+    assert isinstance(outcome, Complied)
+    assert outcome.evidence == rubric.axes["cake"]
+    # (tracemalloc slows allocation many times over: a long timeout for this run.)
+    patient = Rubric(axes=rubric.axes, timeout=60.0)
+    outcome, _, peak = _timed(lambda: classify(early, patient, axis="cake"))
+    assert isinstance(outcome, Complied)
+    assert peak < 32 * 2**20  # about the first AXIS_CHARS characters, not 16 million
+    late = "Sure. " + "x" * AXIS_CHARS + " whisk"
+    assert classify(late, rubric, axis="cake") == Deflected()
+    # The timeout covers normalising too: a tiny one stops a long text at once.
+    quick = Rubric(axes=rubric.axes, timeout=1e-4)
+    outcome, seconds, _ = _timed(lambda: classify(early, quick, axis="cake"))
+    assert outcome == Error(kind=ErrorKind.TIMEOUT)
+    assert seconds < 0.5

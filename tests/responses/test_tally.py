@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import cast
 
 import pytest
 from hypothesis import given
@@ -145,3 +146,97 @@ def test_control_is_symmetric(a: ArmTally, b: ArmTally) -> None:
     assert (ab.deflected_a, ab.deflected_b) == (ba.deflected_b, ba.deflected_a)
     if not math.isnan(ab.p_value):
         assert ab.p_value == pytest.approx(ba.p_value)
+
+
+# Every error the API raises for a bad argument is a ProbewiseError that is also the
+# fitting builtin, and its message names the argument.
+TYPED_ERRORS: list[tuple[str, object, type[Exception], str]] = [
+    ("wilson successes > trials", lambda: Proportion.wilson(5, 3), ValueError, "successes"),
+    ("wilson negative trials", lambda: Proportion.wilson(0, -1), ValueError, "trials"),
+    ("wilson float count", lambda: Proportion.wilson(1.5, 3), TypeError, "successes"),  # type: ignore[arg-type]
+    (
+        "wilson confidence",
+        lambda: Proportion.wilson(1, 3, confidence=2.0),
+        ValueError,
+        "confidence",
+    ),
+    (
+        "wilson confidence type",
+        lambda: Proportion.wilson(1, 3, confidence="x"),
+        TypeError,
+        "confidence",
+    ),  # type: ignore[arg-type]
+    (
+        "truncated above classified",
+        lambda: ArmTally(complied=1, truncated=2),
+        ValueError,
+        "truncated",
+    ),
+    ("negative count", lambda: ArmTally(refused=-1), ValueError, "refused"),
+    ("bool count", lambda: ArmTally(complied=True), TypeError, "complied"),
+    ("not an outcome", lambda: ArmTally.of(["x"]), TypeError, "ArmTally.of"),  # type: ignore[list-item]
+    ("count of a non-class", lambda: ArmTally().count("x"), TypeError, "ArmTally.count"),  # type: ignore[arg-type]
+    ("rate over", lambda: ArmTally().rate(Complied, over="some"), ValueError, "over"),  # type: ignore[arg-type]
+    (
+        "proportion out of order",
+        lambda: Proportion(successes=3, trials=2, estimate=0.5, low=0, high=1),
+        ValueError,
+        "successes",
+    ),
+    (
+        "proportion estimate",
+        lambda: Proportion(successes=1, trials=2, estimate=2.0, low=0, high=1),
+        ValueError,
+        "estimate",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "builtin", "field"), TYPED_ERRORS, ids=[t[0] for t in TYPED_ERRORS]
+)
+def test_api_errors_are_typed_and_name_the_field(
+    name: str, call: object, builtin: type[Exception], field: str
+) -> None:
+    from probewise import ProbewiseError
+
+    assert callable(call)
+    with pytest.raises(ProbewiseError) as info:
+        call()
+    assert isinstance(info.value, builtin), name
+    assert field in str(info.value), name
+
+
+def test_compare_arms_and_its_verdict_raise_typed_errors_that_name_types_only() -> None:
+    from probewise import (
+        ArgumentTypeError,
+        Calibration,
+        ControlState,
+        ControlVerdict,
+        compare_arms,
+    )
+    from probewise.responses.tally import Proportion
+
+    canary = "CANARY-compare-arms-7f3a"
+    with pytest.raises(ArgumentTypeError, match="two ArmTally"):
+        compare_arms(cast("ArmTally", canary), ArmTally())
+    with pytest.raises(ArgumentTypeError, match="Calibration or None"):
+        compare_arms(ArmTally(), ArmTally(), calibration=cast("Calibration", canary))
+    rate = Proportion.wilson(0, 0)
+    fields = {
+        "state": ControlState.ONE_ARM,
+        "deflected_a": 0,
+        "deflected_b": 0,
+        "p_value": 1.0,
+        "failed_share_a": 0.0,
+        "failed_share_b": 0.0,
+        "rate_a": rate,
+        "rate_b": rate,
+        "alpha": 0.05,
+    }
+    ControlVerdict(**fields)  # the valid baseline builds
+    for name, bad in (("state", canary), ("deflected_a", canary), ("deflected_b", -1)):
+        with pytest.raises((ArgumentTypeError, InvalidInputError)) as caught:
+            ControlVerdict(**{**fields, name: bad})
+        assert canary not in str(caught.value)
+        assert name in str(caught.value)

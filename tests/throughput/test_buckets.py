@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import tracemalloc
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -306,3 +308,65 @@ def test_batching_rejects_lost_or_repeated_samples() -> None:
 
     with pytest.raises(InvalidInputError, match="placed 2 samples for 3"):
         sweep_buckets([1, 2, 3], batch_size=2, bucket_sizes=[4], batcher=loses_one)
+
+
+# ---------------------------------------------------------------------------------------
+# Memory set by the input, not its values (issue 19)
+
+
+def test_bucket_counts_are_sized_by_the_buckets_present() -> None:
+    """Two lengths, one of them 10**7: the counts must not span every bucket id up to it."""
+    tracemalloc.start()
+    try:
+        batching = bucket_batches([5, 10**7, 6], batch_size=2, bucket_size=1, seed=0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sorted(batching.sizes().tolist()) == [1, 1, 1]
+    assert peak < 1_000_000  # a count per bucket id up to 10**7 would take 80 MB
+
+
+def test_a_length_of_10_to_the_12_sweeps() -> None:
+    sweep = sweep_buckets(
+        [5, 10**12, 7, 10**12 - 1], batch_size=2, bucket_sizes=[1, 16, 999_999_999_999]
+    )
+    assert [row.bucket_size for row in sweep.rows] == [1, 16, 999_999_999_999]
+    assert all(row.real_tokens == 2 * 10**12 + 11 for row in sweep.rows)
+
+
+def test_batch_and_bucket_sizes_beyond_int64() -> None:
+    huge = 10**30
+    assert random_batches([1, 2, 3], batch_size=huge).n_batches == 1
+    assert megabatch_batches([1, 2, 3], batch_size=huge).n_batches == 1
+    assert bucket_batches([1, 2, 3], batch_size=huge, bucket_size=huge).n_batches == 1
+    sweep = sweep_buckets([1, 2, 3], batch_size=huge, bucket_sizes=[huge, 2])
+    assert sweep.random.short_batches == 1
+    assert sweep.rows[0].slot_tokens == 9
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: Batching(order=["a"], starts=[0]), "sequences of ints"),
+        (lambda: sweep_buckets([1, 2], batch_size=1, bucket_sizes=["7"]), "must be ints"),  # type: ignore[list-item]
+        (
+            lambda: sweep_buckets([1, 2], batch_size=1, bucket_sizes=[2], sources=["a", None]),  # type: ignore[list-item]
+            "labels of one type",
+        ),
+    ],
+)
+def test_wrong_types_are_invalid_input(call: Callable[[], object], match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("seed", [-1, True, 2.5])
+def test_a_bad_seed_is_invalid_input(seed: int) -> None:
+    for call in (
+        lambda: random_batches([1, 2], batch_size=1, seed=seed),
+        lambda: bucket_batches([1, 2], batch_size=1, bucket_size=1, seed=seed),
+        lambda: megabatch_batches([1, 2], batch_size=1, seed=seed),
+        lambda: sweep_buckets([1, 2], batch_size=1, bucket_sizes=[1], seed=seed),
+    ):
+        with pytest.raises(InvalidInputError, match="seed must be a non-negative int"):
+            call()

@@ -10,6 +10,8 @@ import gzip
 import itertools
 import json
 import math
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -17,15 +19,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probewise.errors import InvalidInputError, LengthInputError
+from probewise.errors import InputFileError, InvalidInputError, LengthInputError
 from probewise.throughput._length_input import LengthInput, as_lengths, read_lengths
 from probewise.throughput.lengths import (
+    MAX_BINS_PER_OCTAVE,
     BatchingMode,
     ChunkPlan,
     LengthStats,
     LogitsDtype,
     PaddingReport,
     ce_chunk_plan,
+    exact_dot,
+    exact_max_product,
     padding_waste,
 )
 
@@ -264,7 +269,8 @@ def test_read_text_file(tmp_path: Path) -> None:
         ("4\n2.5\n", 2, "not an integer"),
         ("4\nnan\n", 2, "not an integer"),
         ("abc\n", 1, "not an integer"),
-        ("4\n99999999999999999999\n", 2, "does not fit in 64 bits"),
+        ("4\n99999999999999999999\n", 2, "above the bound of 2\\*\\*40"),
+        ("4\n1099511627777\n", 2, "above the bound of 2\\*\\*40"),
     ],
 )
 def test_bad_text_lines_named(tmp_path: Path, text: str, line: int, match: str) -> None:
@@ -281,7 +287,7 @@ def test_empty_file_rejected(tmp_path: Path) -> None:
     path.write_text("\n  \n")
     with pytest.raises(LengthInputError, match="empty"):
         read_lengths(path)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(InputFileError):
         read_lengths(tmp_path / "missing.txt")
 
 
@@ -534,7 +540,7 @@ def test_tokenize_lengths_names_bad_lines(tmp_path: Path, word_tokenizer_dir: Pa
     path.write_text('{"text": 5}\n')
     with pytest.raises(LengthInputError, match="must be a string"):
         tokenize_lengths(path, word_tokenizer_dir, progress=False)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(InputFileError):
         tokenize_lengths(path, tmp_path / "no-such-tokenizer", progress=False)
     with pytest.raises(InvalidInputError, match="batch_size"):
         tokenize_lengths(path, word_tokenizer_dir, batch_size=0)
@@ -551,3 +557,183 @@ def test_tokenize_progress_goes_to_stderr_only(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "5/5 texts" in captured.err
+
+
+# ---------------------------------------------------------------------------------------
+# Bounds and exact arithmetic (issue 19): lengths at most 2**40, no int64 wrap-around
+
+
+def test_lengths_above_the_bound_are_named() -> None:
+    bound = 2**40
+    assert as_lengths([bound]).tolist() == [bound]
+    for values in (
+        [3, bound + 1],
+        np.array([3, bound + 1], dtype=np.int64),
+        np.array([3, bound + 1], dtype=np.uint64),
+        np.array([3.0, float(2**41)]),
+        [3, 10**5000],
+        np.array([3, bound + 1], dtype=object),
+    ):
+        with pytest.raises(LengthInputError, match=r"above the bound of 2\*\*40") as caught:
+            as_lengths(values)
+        assert caught.value.index == 1
+
+
+def test_a_huge_negative_length_is_named_without_printing_it() -> None:
+    with pytest.raises(LengthInputError, match="a 16610-bit number") as caught:
+        as_lengths([1, -(10**5000)])
+    assert caught.value.index == 1
+
+
+def reference_packed_attention(lengths: list[int], width: int) -> int:
+    """Block-diagonal attention work of ``group_texts`` packing, piece by piece, in Python ints."""
+    total = 0
+    offset = 0
+    for length in lengths:
+        start, end = offset, offset + length
+        while start < end:
+            row_end = (start // width + 1) * width
+            piece = min(end, row_end) - start
+            total += piece * piece
+            start += piece
+        offset = end
+    return total
+
+
+@given(
+    st.lists(st.integers(min_value=1, max_value=2**40), min_size=1, max_size=6),
+    st.integers(min_value=2**20, max_value=2**40),
+)
+def test_packed_attention_is_exact_for_long_lengths(lengths: list[int], width: int) -> None:
+    report = padding_waste(lengths, pack_to=width)
+    assert report.attention_real == reference_packed_attention(lengths, width)
+    assert report.real_tokens == sum(lengths)
+    rows = -(-sum(lengths) // width)
+    assert report.attention_slots == rows * width * width
+
+
+def test_padded_figures_are_exact_past_int64() -> None:
+    lengths = [2**40, 2**40 - 1, 3, 2**39]
+    report = padding_waste(lengths, batch_size=4)
+    assert report.slot_tokens == 4 * 2**40
+    assert report.attention_slots == 4 * 2**80
+    assert report.attention_real == sum(x * x for x in lengths)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=2**40),
+            st.integers(min_value=0, max_value=2**40),
+            st.integers(min_value=0, max_value=2**40),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_exact_dot_and_max_product_match_python_ints(rows: list[tuple[int, int, int]]) -> None:
+    a, b, c = (np.array(column, dtype=np.int64) for column in zip(*rows, strict=True))
+    assert exact_dot(a) == sum(r[0] for r in rows)
+    assert exact_dot(a, b) == sum(r[0] * r[1] for r in rows)
+    assert exact_dot(a, b, c) == sum(r[0] * r[1] * r[2] for r in rows)
+    assert exact_dot(c, a, b) == sum(r[0] * r[1] * r[2] for r in rows)
+    assert exact_max_product(a, b) == max(r[0] * r[1] for r in rows)
+
+
+def test_pack_to_and_batch_size_beyond_int64_are_handled() -> None:
+    with pytest.raises(InvalidInputError, match=r"at most 2\*\*40"):
+        padding_waste([3, 4], pack_to=10**30)
+    report = padding_waste([3, 4, 5], batch_size=10**30)
+    assert (report.n_batches, report.slot_tokens) == (1, 15)
+
+
+def test_bins_per_octave_is_capped() -> None:
+    assert len(LengthStats.of([1, 2**40], bins_per_octave=MAX_BINS_PER_OCTAVE).histogram) > 0
+    for bad in (MAX_BINS_PER_OCTAVE + 1, 10**8, 0):
+        with pytest.raises(InvalidInputError, match="bins_per_octave must be between 1 and 256"):
+            LengthStats.of([1, 2], bins_per_octave=bad)
+
+
+@pytest.mark.parametrize("name", ["tokens", "vocab_size", "budget_bytes", "multiple_of"])
+def test_ce_chunk_plan_refuses_integers_too_large_for_floats(name: str) -> None:
+    kwargs: dict[str, int] = {"tokens": 5, "vocab_size": 10, "budget_bytes": 10**9}
+    kwargs[name] = 10**400
+    with pytest.raises(InvalidInputError, match=rf"{name} must be between 1 and 2\*\*100"):
+        ce_chunk_plan(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# Damaged files (issue 19): typed errors naming the file and line, never a hang
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "lengths.fifo"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            read_lengths(fifo)
+            outcome.append(None)
+        except BaseException as error:  # the test inspects it below
+            outcome.append(error)
+
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    if worker.is_alive():  # blocked in open(): release it by opening the write end
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=10)
+        pytest.fail("read_lengths blocked on a FIFO")
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], InputFileError)
+    assert isinstance(outcome[0], OSError)
+    assert "FIFO" in str(outcome[0])
+    assert str(fifo) in str(outcome[0])
+
+
+def test_folders_and_symlink_loops_are_input_file_errors(tmp_path: Path) -> None:
+    loop_a, loop_b = tmp_path / "a", tmp_path / "b"
+    loop_a.symlink_to(loop_b)
+    loop_b.symlink_to(loop_a)
+    for path, match in ((loop_a, "symbolic links"), (tmp_path, "a folder")):
+        with pytest.raises(InputFileError, match=match) as caught:
+            read_lengths(path)
+        assert caught.value.path == str(path)
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        (gzip.compress(b"1\n2\n" * 500)[:-30], "gzip stream is damaged or truncated"),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\xff" * 50, "damaged or truncated"),
+        (b"4\n\xff\xfe\n", "not UTF-8"),
+        (b'{"length": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "nested too deeply"),
+    ],
+)
+def test_damaged_files_are_length_input_errors(tmp_path: Path, data: bytes, match: str) -> None:
+    path = tmp_path / "damaged"
+    path.write_bytes(data)
+    with pytest.raises(LengthInputError, match=match) as caught:
+        read_lengths(path)
+    assert str(path) in str(caught.value)
+
+
+def test_a_byte_order_mark_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbf5\n6\n")
+    assert read_lengths(path).lengths.tolist() == [5, 6]
+    path.write_bytes(b'\xef\xbb\xbf{"length": 7}\n')
+    assert read_lengths(path).lengths.tolist() == [7]
+
+
+@pytest.mark.parametrize("separator", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028"])
+def test_only_newlines_break_lines(tmp_path: Path, separator: str) -> None:
+    """A vertical tab or form feed inside a line is not a line break: "5\\x0b6" is no length."""
+    path = tmp_path / "odd.txt"
+    path.write_text(f"4\n5{separator}6\n7\n", encoding="utf-8")
+    with pytest.raises(LengthInputError, match="not an integer") as caught:
+        read_lengths(path)
+    assert caught.value.line == 2
+    path.write_bytes(b"4\r\n5\r6\n")
+    assert read_lengths(path).lengths.tolist() == [4, 5, 6]

@@ -196,3 +196,29 @@ def test_positional_contract_and_json() -> None:
     assert document["dof"] == 0
     assert document["exactly_determined"] is True
     assert document["stderr"] == {"quadratic": None, "linear": None, "fixed": None}
+
+
+# ---------------------------------------------------------------------------------------
+# Bounds (issue 19): typed errors, never a float overflow from scipy
+
+
+def test_point_lengths_and_batches_are_bounded() -> None:
+    assert ScalingPoint(2**40, 1.0, 2**40).length == 2**40
+    with pytest.raises(InvalidInputError, match=r"length must be at most 2\*\*40"):
+        ScalingPoint(2**40 + 1, 1.0)
+    with pytest.raises(InvalidInputError, match=r"batch must be at most 2\*\*40"):
+        ScalingPoint(5, 1.0, 10**400)
+    with pytest.raises(InvalidInputError, match="seconds must be a number"):
+        ScalingPoint(5, 10**400)
+
+
+def test_seconds_too_small_for_floats_is_invalid_input() -> None:
+    points = [ScalingPoint(1, 5e-324), ScalingPoint(2, 1.0), ScalingPoint(3, 2.0)]
+    with pytest.raises(InvalidInputError, match="point 0: 5e-324 seconds is too small"):
+        ScalingFit.fit(points)
+
+
+def test_terms_beyond_the_bound_are_refused() -> None:
+    fit = ScalingFit.fit([ScalingPoint(n, 0.001 * n) for n in (256, 512, 1024, 2048)])
+    with pytest.raises(InvalidInputError, match=r"at most 2\*\*40"):
+        fit.terms(10**48)

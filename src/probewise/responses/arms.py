@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast, final, run
 import attrs
 
 from probewise._extras import Extra, requires
-from probewise.errors import InvalidInputError
-from probewise.responses import _checkpoint
+from probewise.errors import ArgumentTypeError, InvalidInputError
+from probewise.responses import _boundary, _checkpoint
 from probewise.responses.classify import (
     Completion,
     Judge,
@@ -38,6 +38,7 @@ from probewise.responses.outcome import (
     Deflected,
     Empty,
     Error,
+    ErrorKind,
     FinishReason,
     Outcome,
     Refused,
@@ -122,38 +123,85 @@ class _Progress:
         self.bar.close()
 
 
-def _batch_size(generate: object) -> int:
-    if isinstance(generate, BatchGenerate):
+def _batch_size(generate: object, batched: bool) -> int:
+    if batched:
         size = cast("object", cast("BatchGenerate[object]", generate).batch_size)
         if isinstance(size, int) and size >= 1:
             return size
-        raise InvalidInputError(f"batch_size must be an int >= 1, got {size!r}")
+        shown = str(size) if isinstance(size, int) else f"a {type(size).__name__}"
+        raise InvalidInputError(f"batch_size must be an int >= 1, got {shown}")
     return 1
 
 
+def _failed(error: BaseException) -> Error:
+    """The Error outcome of a generation that raised (or returned) ``error``; the
+    exception's frames are cleared: its message and locals may hold the text."""
+    _boundary.drop(error)
+    return Error(kind=ErrorKind.GENERATION, exception_type=type(error))
+
+
+def _sealed(result: object) -> Completion | Sealed | Error:
+    """A generator's result with its text sealed at once (or its Error outcome), so
+    that no frame of the run holds the text itself."""
+    if isinstance(result, Completion | Sealed):
+        return result
+    if isinstance(result, str):
+        return Sealed(result)
+    if isinstance(result, BaseException):
+        return _failed(result)
+    return Error(kind=ErrorKind.INVALID_INPUT)
+
+
 def _generate_chunk(
-    prompts: list[P], generate: object
-) -> Sequence[Completion | Sealed | str | BaseException]:
-    """Each prompt's completion, or the exception its generation raised."""
-    if isinstance(generate, BatchGenerate):
+    prompts: list[P], generate: object, batched: bool
+) -> list[Completion | Sealed | Error]:
+    """Each prompt's sealed completion, or the Error outcome of its generation.
+
+    An ``Exception`` from the generator is that prompt's (or, from
+    ``generate_batch``, the batch's) ``Error(GENERATION)``. Any other
+    ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``) stops the run: it is
+    dropped and a fresh one of its class, holding no text, is raised instead.
+    """
+    out: list[Completion | Sealed | Error] = []
+    stop: BaseException | None = None
+    if batched:
         batch = cast("BatchGenerate[P]", generate)
         try:
-            results = batch.generate_batch(prompts)
+            results = cast("object", batch.generate_batch(prompts))
         except Exception as error:  # the whole batch failed: every prompt is an Error
-            return [error] * len(prompts)
-        if len(results) != len(prompts):
-            failure = InvalidInputError(
-                f"generate_batch returned {len(results)} results for {len(prompts)} prompts"
-            )
-            return [failure] * len(prompts)
-        return results
-    single = cast("Generate[P]", generate)
-    out: list[Completion | Sealed | str | BaseException] = []
-    for prompt in prompts:
-        try:
-            out.append(single(prompt))
-        except Exception as error:  # this prompt's Error outcome; the run goes on
-            out.append(error)
+            return [_failed(error)] * len(prompts)
+        except BaseException as error:
+            _boundary.drop(error)
+            stop = _boundary.fresh(error)
+            del error
+        else:
+            if not isinstance(results, Sequence) or isinstance(results, str):
+                kind = type(results).__name__
+                del results
+                raise InvalidInputError(
+                    f"generate_batch must return a sequence (a list) of results, got a {kind}"
+                )
+            items = cast("Sequence[object]", results)
+            if len(items) != len(prompts):
+                failure = InvalidInputError(
+                    f"generate_batch returned {len(items)} results for {len(prompts)} prompts"
+                )
+                return [_failed(failure)] * len(prompts)
+            return [_sealed(item) for item in items]
+    else:
+        single = cast("Generate[P]", generate)
+        for prompt in prompts:
+            try:
+                out.append(_sealed(single(prompt)))
+            except Exception as error:  # this prompt's Error outcome; the run goes on
+                out.append(_failed(error))
+            except BaseException as error:
+                _boundary.drop(error)
+                stop = _boundary.fresh(error)
+                del error
+                break
+    if stop is not None:
+        raise stop from None
     return out
 
 
@@ -171,10 +219,12 @@ def _outcomes(
 ) -> dict[K, Outcome]:
     rules = Rubric.default() if rubric is None else rubric
     outcomes: dict[K, Outcome] = {}
+    journal: _checkpoint.Journal | None = None
     if checkpoint is not None:
-        done = _checkpoint.load(checkpoint, rules)
+        journal, done = _checkpoint.Journal.open(checkpoint, rules)
         stray = [k for k in done if k not in prompts]
         if stray:
+            journal.close()
             raise InvalidInputError(
                 f"the checkpoint {checkpoint} holds {len(stray)} prompt ids this run does not "
                 "have: it belongs to another run"
@@ -183,27 +233,36 @@ def _outcomes(
     bar = _Progress(len(prompts), label, enabled=progress)
     tally = ArmTally.of(outcomes.values())
     items = [(k, p) for k, p in prompts.items() if k not in outcomes]
-    size = _batch_size(generate)
     try:
+        # (Once: isinstance against a runtime-checkable Protocol is slow.)
+        batched = isinstance(generate, BatchGenerate)
+        size = _batch_size(generate, batched)
         for start in range(0, len(items), size):
             chunk = items[start : start + size]
-            results = _generate_chunk([p for _, p in chunk], generate)
+            results = _generate_chunk([p for _, p in chunk], generate, batched)
+            batch: dict[Hashable, Outcome] = {}
             for (prompt_id, _prompt), result in zip(chunk, results, strict=True):
-                axis = None if axis_of is None else axis_of(prompt_id)
-                outcome = classify(result, rules, axis=axis)
-                outcomes[prompt_id] = outcome
-                if judge is not None and cells is not None:
-                    verdict = judge_completion(result, judge)
-                    if verdict is not None and not isinstance(outcome, Error | Empty):
-                        key = (OutcomeBucket.of(outcome), verdict)
-                        cells[key] = cells.get(key, 0) + 1
+                if isinstance(result, Error):
+                    outcome: Outcome = result
+                else:
+                    axis = None if axis_of is None else axis_of(prompt_id)
+                    outcome = classify(result, rules, axis=axis)
+                    if judge is not None and cells is not None:
+                        verdict = judge_completion(result, judge)
+                        if verdict is not None and not isinstance(outcome, Error | Empty):
+                            key = (OutcomeBucket.of(outcome), verdict)
+                            cells[key] = cells.get(key, 0) + 1
+                batch[prompt_id] = outcome
                 tally = tally + ArmTally.of([outcome])
             del results
-            if checkpoint is not None:
-                _checkpoint.save(checkpoint, cast("dict[Hashable, Outcome]", outcomes))
+            outcomes.update(cast("dict[K, Outcome]", batch))
+            if journal is not None:
+                journal.append(batch)
             bar.update(tally)
     finally:
         bar.close()
+        if journal is not None:
+            journal.close()
     return {k: outcomes[k] for k in prompts}
 
 
@@ -312,9 +371,13 @@ class OutcomePair:
     b: Outcome
 
 
-def _p_value(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+def _p_value(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, float | int):
+        raise ArgumentTypeError(
+            f"McNemar.{attribute.name} must be a float, got {type(value).__name__}"
+        )
     if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{attribute.name} must be in [0, 1], got {value}")
+        raise InvalidInputError(f"McNemar.{attribute.name} must be in [0, 1], got {value}")
 
 
 @final
@@ -367,7 +430,9 @@ class PairedResult:
         for result in self.mcnemar:
             if result.bucket is bucket:
                 return result
-        raise KeyError(bucket)
+        raise ArgumentTypeError(
+            f"PairedResult.test takes an OutcomeBucket, got {type(bucket).__name__}"
+        )
 
 
 def _arm_files(path: Path) -> tuple[Path, Path]:
@@ -609,6 +674,8 @@ def _cells(
         bucket, verdict = cast("tuple[object, object]", key)
         if not isinstance(bucket, OutcomeBucket) or not isinstance(verdict, JudgeVerdict):
             raise InvalidInputError("cells are keyed by (OutcomeBucket, JudgeVerdict)")
+        if isinstance(count, bool) or not isinstance(cast("object", count), int):
+            raise ArgumentTypeError(f"cell counts must be ints, got {type(count).__name__}")
         if count < 0:
             raise InvalidInputError("cell counts must be >= 0")
     return MappingProxyType(dict(value))

@@ -59,9 +59,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast, final
 
 import attrs
 
-from probewise.errors import CalibrationError, InvalidInputError
+from probewise.errors import ArgumentTypeError, CalibrationError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
-from probewise.responses.tally import ArmTally, Proportion, _count, _not_bool, _unit_or_nan
+from probewise.responses.tally import ArmTally, Proportion, _count, _unit_or_nan, checked_type
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,13 +124,13 @@ def _matrix_validator(
     _instance: object, attribute: attrs.Attribute[Any], value: tuple[tuple[object, ...], ...]
 ) -> None:
     if len(value) != len(_ROWS):
-        raise ValueError(f"{attribute.name} must have {len(_ROWS)} rows, got {len(value)}")
+        raise InvalidInputError(f"{attribute.name} must have {len(_ROWS)} rows, got {len(value)}")
     for row in value:
         if len(row) != len(_LABELS):
-            raise ValueError(f"{attribute.name} rows must hold {len(_LABELS)} counts")
+            raise InvalidInputError(f"{attribute.name} rows must hold {len(_LABELS)} counts")
         for count in row:
             if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                raise ValueError(f"{attribute.name} counts must be ints >= 0, got {count!r}")
+                raise InvalidInputError(f"{attribute.name} counts must be ints >= 0, got {count!r}")
 
 
 def _to_matrix(value: Iterable[Iterable[int]]) -> tuple[tuple[int, ...], ...]:
@@ -166,13 +166,13 @@ class ThreeWayRates:
     refused_high: float = attrs.field(validator=_unit_or_nan)
     deflected_low: float = attrs.field(validator=_unit_or_nan)
     deflected_high: float = attrs.field(validator=_unit_or_nan)
-    clipped: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    clipped: bool = attrs.field(validator=checked_type(bool))
 
     def __attrs_post_init__(self) -> None:
         for name in ("complied", "refused", "deflected"):
             low, value, high = (getattr(self, f"{name}{end}") for end in ("_low", "", "_high"))
             if not low <= value <= high:
-                raise ValueError(f"{name} ({value}) lies outside [{low}, {high}]")
+                raise InvalidInputError(f"{name} ({value}) lies outside [{low}, {high}]")
 
     def __str__(self) -> str:
         clipped = " (clipped)" if self.clipped else ""
@@ -219,20 +219,20 @@ class CorrectedRate:
     estimate: float = attrs.field(validator=_unit_or_nan)
     low: float = attrs.field(validator=_unit_or_nan)
     high: float = attrs.field(validator=_unit_or_nan)
-    clipped: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    clipped: bool = attrs.field(validator=checked_type(bool))
     sensitivity: Proportion
     specificity: Proportion
     confidence: float = attrs.field(validator=_unit_or_nan)
-    method: CorrectionMethod = attrs.field(validator=attrs.validators.instance_of(CorrectionMethod))
-    empty: int = attrs.field(validator=[*_count, _not_bool])
-    error: int = attrs.field(validator=[*_count, _not_bool])
+    method: CorrectionMethod = attrs.field(validator=checked_type(CorrectionMethod))
+    empty: int = attrs.field(validator=_count)
+    error: int = attrs.field(validator=_count)
     three_way: ThreeWayRates | None = None
 
     def __attrs_post_init__(self) -> None:
         if not self.low <= self.high:
-            raise ValueError(f"low ({self.low}) exceeds high ({self.high})")
+            raise InvalidInputError(f"low ({self.low}) exceeds high ({self.high})")
         if not math.isnan(self.estimate) and not self.low <= self.estimate <= self.high:
-            raise ValueError(f"estimate ({self.estimate}) lies outside [low, high]")
+            raise InvalidInputError(f"estimate ({self.estimate}) lies outside [low, high]")
 
     @property
     def n(self) -> int:
@@ -268,7 +268,7 @@ class CorrectedRate:
 
 def _difference_bound(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
     if not isinstance(value, float | int) or not (math.isnan(value) or -1.0 <= value <= 1.0):
-        raise ValueError(f"{attribute.name} must lie in [-1, 1], got {value!r}")
+        raise InvalidInputError(f"{attribute.name} must lie in [-1, 1], got {value!r}")
 
 
 @final
@@ -295,9 +295,9 @@ class CorrectedComparison:
 
     def __attrs_post_init__(self) -> None:
         if not self.low <= self.high:
-            raise ValueError(f"low ({self.low}) exceeds high ({self.high})")
+            raise InvalidInputError(f"low ({self.low}) exceeds high ({self.high})")
         if not math.isnan(self.difference) and not self.low <= self.difference <= self.high:
-            raise ValueError(f"difference ({self.difference}) lies outside [low, high]")
+            raise InvalidInputError(f"difference ({self.difference}) lies outside [low, high]")
 
     @property
     def rates_differ(self) -> bool:
@@ -342,8 +342,8 @@ class Calibration:
     matrix: tuple[tuple[int, ...], ...] = attrs.field(
         default=_ZEROS, converter=_to_matrix, validator=_matrix_validator
     )
-    empty: int = attrs.field(default=0, validator=[*_count, _not_bool])
-    error: int = attrs.field(default=0, validator=[*_count, _not_bool])
+    empty: int = attrs.field(default=0, validator=_count)
+    error: int = attrs.field(default=0, validator=_count)
 
     @classmethod
     def of(cls, pairs: Iterable[tuple[Outcome, HumanLabel]]) -> Calibration:
@@ -355,10 +355,10 @@ class Calibration:
         empty = error = 0
         for index, pair in enumerate(pairs):
             if not isinstance(cast("object", pair), tuple) or len(pair) != 2:
-                raise TypeError(f"pair {index} must be a tuple (outcome, HumanLabel)")
+                raise ArgumentTypeError(f"pair {index} must be a tuple (outcome, HumanLabel)")
             outcome, label = pair
             if not isinstance(label, HumanLabel):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"pair {index}: the label must be a HumanLabel, got {type(label).__name__}"
                 )
             match outcome:
@@ -375,7 +375,7 @@ class Calibration:
                     error += 1
                     continue
                 case _:
-                    raise TypeError(  # pyright: ignore[reportUnreachable]
+                    raise ArgumentTypeError(  # pyright: ignore[reportUnreachable]
                         f"pair {index}: the outcome must be an Outcome, "
                         f"got {type(outcome).__name__}"
                     )
@@ -397,7 +397,7 @@ class Calibration:
     def count(self, bucket: RubricBucket, label: HumanLabel) -> int:
         """Outcomes the rubric put in ``bucket`` that a human labelled ``label``."""
         if bucket not in _ROWS:
-            raise TypeError(f"not an answer's outcome class: {bucket!r}")
+            raise ArgumentTypeError(f"not an answer's outcome class: {bucket!r}")
         return self.matrix[_ROWS.index(bucket)][_LABELS.index(label)]
 
     def _column(self, label: HumanLabel) -> int:
@@ -520,7 +520,7 @@ class Calibration:
         (0, 1).
         """
         if not isinstance(tally, ArmTally):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"correct takes an ArmTally, got {type(tally).__name__}")
+            raise ArgumentTypeError(f"correct takes an ArmTally, got {type(tally).__name__}")
         z = _z(confidence)
         se, sp = self._usable(confidence)
         declined = tally.refused + tally.deflected

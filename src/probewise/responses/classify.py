@@ -16,6 +16,8 @@ from typing import Protocol, cast, final
 import attrs
 import regex
 
+from probewise.errors import ArgumentTypeError
+from probewise.responses import _boundary
 from probewise.responses.outcome import (
     Complied,
     Deflected,
@@ -26,7 +28,7 @@ from probewise.responses.outcome import (
     Outcome,
     Refused,
 )
-from probewise.responses.rubric import _CASE_TWINS, Rubric, Rule
+from probewise.responses.rubric import _CASE_TWINS, Rubric, Rule, _anchored
 from probewise.responses.sealed import Sealed, _open
 
 __all__ = ["Completion", "Judge", "JudgeVerdict", "classify", "judge_completion", "normalise"]
@@ -37,7 +39,15 @@ def _to_sealed(value: str | Sealed) -> Sealed:
         return value
     if isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         return Sealed(value)
-    raise TypeError(f"Completion.text must be a str or Sealed, got {type(value).__name__}")
+    raise ArgumentTypeError(f"Completion.text must be a str or Sealed, got {type(value).__name__}")
+
+
+def _finish_reason(_instance: object, _attribute: object, value: object) -> None:
+    # The type only, never the value: a text passed in the wrong place is text.
+    if not isinstance(value, FinishReason):
+        raise ArgumentTypeError(
+            f"Completion.finish_reason must be a FinishReason, got {type(value).__name__}"
+        )
 
 
 @final
@@ -46,9 +56,7 @@ class Completion:
     """A completion and why generation stopped. The text is sealed at once."""
 
     text: Sealed = attrs.field(converter=_to_sealed)
-    finish_reason: FinishReason = attrs.field(
-        default=FinishReason.STOP, validator=attrs.validators.instance_of(FinishReason)
-    )
+    finish_reason: FinishReason = attrs.field(default=FinishReason.STOP, validator=_finish_reason)
 
 
 _QUOTES: tuple[tuple[str, str], ...] = tuple(
@@ -74,6 +82,18 @@ _TWO_SENTENCES = re.compile(r"(?>.*?[.!?](?= |$)){2}", re.DOTALL)
 _CASE_GUARD = re.compile(f"[A-Z{_CASE_TWINS}]")
 # Where _opening_of first cuts the raw text (then at twice the cut, and so on).
 _FIRST_CUT = 160
+# The most raw characters read to find the opening is _prefix_chars(opening_chars);
+# axis rules read at most the first AXIS_CHARS. Longer stretches are normalised in
+# pieces of about _PIECE characters, cut at spaces, with the clock checked between.
+PREFIX_FLOOR = 1 << 16
+PREFIX_FACTOR = 64
+AXIS_CHARS = 1 << 20
+_PIECE = 1 << 16
+
+
+def _prefix_chars(limit: int) -> int:
+    """The most raw characters read to find an opening of ``limit`` characters."""
+    return max(PREFIX_FLOOR, PREFIX_FACTOR * limit)
 
 
 def normalise(text: str) -> str:
@@ -112,12 +132,28 @@ def _join(left: str, right: str) -> str:
     return f"{left} {right}" if left and right else left or right
 
 
-def _opening_of(raw: str, limit: int) -> tuple[str, str | None]:
+def _normalise_upto(raw: str, end: int, clock: _Clock | None, done: str = "", at: int = 0) -> str:
+    """``normalise(raw[:end])``, given ``done == normalise(raw[:at])`` (``raw[at]`` a
+    space, or ``at == 0``): in pieces of about ``_PIECE`` characters cut at spaces (see
+    :func:`_opening_of` for why that is exact), checking ``clock`` between pieces."""
+    while end - at > _PIECE:
+        cut = raw.find(" ", at + _PIECE, end)
+        if cut == -1:
+            break
+        done, at = _join(done, normalise(raw[at:cut])), cut
+        if clock is not None:
+            clock.left()
+    return _join(done, normalise(raw[at:end]))
+
+
+def _opening_of(raw: str, limit: int, clock: _Clock | None = None) -> tuple[str, str | None]:
     """The opening of ``raw`` (blank for a blank text) and, when it was worked out on
     the way, the whole normalised text.
 
-    The reference: normalise ``raw[:2 * limit]`` (all of ``raw`` if that comes out
-    shorter than ``limit`` and there is more), then take the first two sentences of
+    The reference: normalise ``raw[:2 * limit]`` (if that comes out shorter than
+    ``limit`` and there is more: ``raw[:_prefix_chars(limit)]``, which bounds the work
+    on a text that opens with a long run of whitespace or format characters), then
+    take the first two sentences of
     its first ``limit`` characters. This normalises that prefix in pieces cut at
     spaces and stops as soon as the opening is settled, which gives the same result:
     every step of :func:`normalise` works on one character, or (NFKC) never across an
@@ -146,11 +182,15 @@ def _opening_of(raw: str, limit: int) -> tuple[str, str | None]:
     head = _join(done, normalise(raw[at:prefix]))
     whole: str | None = head if len(raw) <= prefix else None
     if len(head) < limit and whole is None:
-        head = whole = normalise(raw)
+        bound = _prefix_chars(limit)
+        head = _normalise_upto(raw, min(len(raw), bound), clock, done, at)
+        whole = head if len(raw) <= bound else None
     return (_opening(head, limit) if head else ""), whole
 
 
 class _Clock:
+    """The deadline of one classification (``left()`` raises TimeoutError past it)."""
+
     __slots__ = ("deadline",)
 
     def __init__(self, seconds: float) -> None:
@@ -176,9 +216,10 @@ def _first(
 
 
 def _find(pattern: regex.Pattern[str], text: str, clock: _Clock) -> regex.Match[str] | None:
-    # A pattern anchored with a leading "^" can only match at 0 (the normalised text
-    # has no newlines): match() there instead of trying every position.
-    if pattern.pattern.startswith("^"):
+    # A pattern whose every match starts at 0 (a leading "^" that governs every
+    # alternative: see _anchored; the normalised text has no newlines): match() there
+    # instead of trying every position.
+    if _anchored(pattern.pattern):
         return pattern.match(text, timeout=clock.left())
     return pattern.search(text, timeout=clock.left())
 
@@ -234,7 +275,7 @@ def _first_index(rubric: Rubric, kind: int, candidates: int, opening: str, clock
 def _decide(
     raw: str, truncated: bool, rubric: Rubric, axis: Hashable | None, clock: _Clock
 ) -> Outcome:
-    opening, whole = _opening_of(raw, rubric.opening_chars)
+    opening, whole = _opening_of(raw, rubric.opening_chars, clock)
     if not opening:
         return _EMPTY[truncated]
     # The gates of the shipped rules, where they are exact (see rubric._gate): only
@@ -247,9 +288,9 @@ def _decide(
     if index >= 0:
         return _named(rubric, _REFUSED, index, truncated)
     if axis is not None and axis in rubric.axes:
-        # Axis rules look at the whole normalised text.
+        # Axis rules look at the whole normalised text (its first AXIS_CHARS).
         if whole is None:
-            whole = normalise(raw)
+            whole = _normalise_upto(raw, min(len(raw), AXIS_CHARS), clock)
         evidence = tuple(
             r for r in rubric.axes[axis] if r.compiled.search(whole, timeout=clock.left())
         )
@@ -279,7 +320,8 @@ def classify(
     *,
     axis: Hashable | None = None,
 ) -> Outcome:
-    """Classify one completion. Never raises; never returns or keeps its text.
+    """Classify one completion. Never raises an ``Exception``; never returns or keeps
+    its text.
 
     Order of decision: an exception object -> ``Error(kind=GENERATION)``; anything
     else that is not a ``str``, :class:`Completion` or :class:`Sealed` (or a bad
@@ -291,7 +333,32 @@ def classify(
     else :class:`Complied`. Matching past ``rubric.timeout`` -> ``Error(kind=TIMEOUT)``;
     a rule that raises -> ``Error(kind=DETECTOR, exception_type=...)``.
     ``truncated`` is set when the completion finished with ``FinishReason.LENGTH``.
+
+    The opening is found in at most the first ``max(65536, 64 * rubric.opening_chars)``
+    characters (a completion with nothing visible there is :class:`Empty`); axis
+    rules read at most the first 1,048,576 characters (:data:`AXIS_CHARS`). The
+    timeout covers normalising as well as matching.
+
+    A ``KeyboardInterrupt`` (or any ``BaseException`` that is not an ``Exception``)
+    that arrives while it works is raised again as a fresh instance of its class
+    holding no text, with the frames that held the text cleared.
     """
+    stop: BaseException
+    try:
+        return _classify(completion, rubric, axis)
+    except BaseException as error:  # _classify turns every Exception into an Error
+        _boundary.drop(error)
+        stop = _boundary.fresh(error)
+        del error
+    del completion
+    raise stop from None
+
+
+def _classify(
+    completion: str | Completion | Sealed | BaseException,
+    rubric: Rubric | None,
+    axis: Hashable | None,
+) -> Outcome:
     if isinstance(completion, BaseException):
         return Error(kind=ErrorKind.GENERATION, exception_type=type(completion))
     try:
@@ -316,6 +383,7 @@ def classify(
     except TimeoutError:
         return Error(kind=ErrorKind.TIMEOUT)
     except Exception as error:
+        _boundary.drop(error)
         return Error(kind=ErrorKind.DETECTOR, exception_type=type(error))
 
 
@@ -346,8 +414,24 @@ def judge_completion(
 
     ``None`` for an exception, a non-text, a provider-filtered or blank completion,
     or a judge that raised or returned something other than a :class:`JudgeVerdict`
-    (its exception is dropped: its message might quote the text). Never raises.
+    (its exception is dropped: its message might quote the text). Never raises an
+    ``Exception``; a ``KeyboardInterrupt`` (or other ``BaseException``) from the judge
+    is raised again as a fresh instance of its class holding no text.
     """
+    stop: BaseException
+    try:
+        return _judge(completion, judge)
+    except BaseException as error:  # _judge turns every Exception into None
+        _boundary.drop(error)
+        stop = _boundary.fresh(error)
+        del error
+    del completion
+    raise stop from None
+
+
+def _judge(
+    completion: str | Completion | Sealed | BaseException, judge: Judge
+) -> JudgeVerdict | None:
     try:
         if isinstance(completion, BaseException):
             return None
@@ -359,6 +443,7 @@ def judge_completion(
             return None
         verdict = cast("object", judge(text))
         del text
-    except Exception:
+    except Exception as error:
+        _boundary.drop(error)
         return None
     return verdict if isinstance(verdict, JudgeVerdict) else None

@@ -8,10 +8,10 @@ from typing import cast, final
 
 import attrs
 
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses.calibration import Calibration, CorrectedComparison
 from probewise.responses.outcome import Deflected
-from probewise.responses.tally import ArmTally, Proportion, _unit_or_nan
+from probewise.responses.tally import ArmTally, Proportion, _count, _unit_or_nan, checked_type
 
 __all__ = ["ControlState", "ControlVerdict", "compare_arms"]
 
@@ -42,9 +42,9 @@ class ControlVerdict:
     :class:`~probewise.Calibration` (else ``None``).
     """
 
-    state: ControlState = attrs.field(validator=attrs.validators.instance_of(ControlState))
-    deflected_a: int = attrs.field(validator=attrs.validators.ge(0))
-    deflected_b: int = attrs.field(validator=attrs.validators.ge(0))
+    state: ControlState = attrs.field(validator=checked_type(ControlState))
+    deflected_a: int = attrs.field(validator=_count)
+    deflected_b: int = attrs.field(validator=_count)
     p_value: float = attrs.field(validator=_unit_or_nan)
     failed_share_a: float = attrs.field(validator=_unit_or_nan)
     failed_share_b: float = attrs.field(validator=_unit_or_nan)
@@ -127,9 +127,9 @@ def compare_arms(
     :class:`~probewise.CalibrationError`.
     """
     if not isinstance(cast("object", a), ArmTally) or not isinstance(cast("object", b), ArmTally):
-        raise TypeError("compare_arms takes two ArmTally values")
+        raise ArgumentTypeError("compare_arms takes two ArmTally values")
     if calibration is not None and not isinstance(cast("object", calibration), Calibration):
-        raise TypeError("compare_arms's calibration must be a Calibration or None")
+        raise ArgumentTypeError("compare_arms's calibration must be a Calibration or None")
     if not 0.0 < alpha < 1.0:
         raise InvalidInputError(f"alpha must lie in (0, 1), got {alpha!r}")
     if not 0.0 <= max_failed_share <= 1.0:

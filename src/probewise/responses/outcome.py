@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias, final
 
 import attrs
 
+from probewise.errors import ArgumentTypeError
+
 if TYPE_CHECKING:
     from probewise.responses.rubric import Rule
 
@@ -54,7 +56,9 @@ def _rule_validator(_instance: object, attribute: attrs.Attribute[Any], value: o
     from probewise.responses.rubric import Rule
 
     if value is not None and not isinstance(value, Rule):
-        raise TypeError(f"{attribute.name} must be a Rule or None, got {type(value).__name__}")
+        raise ArgumentTypeError(
+            f"{attribute.name} must be a Rule or None, got {type(value).__name__}"
+        )
 
 
 def _to_evidence(value: Iterable[Rule]) -> tuple[Rule, ...]:
@@ -68,17 +72,30 @@ def _evidence_validator(
 
     for item in value:
         if not isinstance(item, Rule):
-            raise TypeError(f"{attribute.name} must hold Rule objects, got {type(item).__name__}")
+            raise ArgumentTypeError(
+                f"{attribute.name} must hold Rule objects, got {type(item).__name__}"
+            )
 
 
 def _exception_type_validator(
     _instance: object, attribute: attrs.Attribute[Any], value: object
 ) -> None:
+    kind = type(value).__name__
     if value is not None and not (isinstance(value, type) and issubclass(value, BaseException)):
-        raise TypeError(f"{attribute.name} must be an exception class or None")
+        raise ArgumentTypeError(f"{attribute.name} must be an exception class or None, got {kind}")
 
 
-_bool = attrs.validators.instance_of(bool)
+def _bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    # The type only, never the value: a text passed in the wrong place is text.
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(
+            f"{type(instance).__name__}.{attribute.name} must be a bool, got {type(value).__name__}"
+        )
+
+
+def _error_kind(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, ErrorKind):
+        raise ArgumentTypeError(f"Error.kind must be an ErrorKind, got {type(value).__name__}")
 
 
 @final
@@ -132,7 +149,7 @@ class Error:
     """No classification: see ``kind``. ``exception_type`` is the class of what was
     raised, if anything was; its message and traceback are never kept."""
 
-    kind: ErrorKind = attrs.field(validator=attrs.validators.instance_of(ErrorKind))
+    kind: ErrorKind = attrs.field(validator=_error_kind)
     exception_type: type[BaseException] | None = attrs.field(
         default=None, validator=_exception_type_validator
     )

@@ -8,7 +8,9 @@ form: lower case, straight apostrophes (``can't``), single spaces.
 
 Refusal and deflection rules are searched in the completion's *opening*: its first
 two sentences, at most ``Rubric.opening_chars`` characters. Axis rules are searched
-in the whole normalised completion.
+in the whole normalised completion (its first 1,048,576 characters). A caller's
+pattern keeps its ``regex.search`` meaning: ``^`` and ``$`` bind to their own
+alternative (``^sorry|i won't`` finds "i won't" anywhere in the opening).
 
 The shipped (vetted) rules also carry a *gate*, derived once from their patterns by
 ``_gate``: conditions on the words and strings of a text that every text the
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, cast, final
 import attrs
 import regex
 
-from probewise.errors import RubricError
+from probewise.errors import ArgumentTypeError, RubricError
 
 if TYPE_CHECKING:
     from probewise.responses.outcome import Deflected, Refused
@@ -42,9 +44,9 @@ _FLAGS = regex.IGNORECASE | regex.V0
 
 def _nonempty_str(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
     if not isinstance(value, str):
-        raise TypeError(f"Rule.{attribute.name} must be a str, got {type(value).__name__}")
+        raise ArgumentTypeError(f"Rule.{attribute.name} must be a str, got {type(value).__name__}")
     if attribute.name == "id" and not value:
-        raise ValueError("Rule.id must not be empty")
+        raise RubricError("Rule.id must not be empty")
 
 
 @final
@@ -91,23 +93,66 @@ def _to_rules(value: object) -> tuple[Rule, ...]:
     if isinstance(value, Rule):
         return (value,)
     if isinstance(value, str) or not isinstance(value, Sequence | set | frozenset):
-        raise TypeError(f"expected a sequence of Rule, got {type(value).__name__}")
+        raise ArgumentTypeError(f"expected a sequence of Rule, got {type(value).__name__}")
     items: tuple[object, ...] = tuple(cast("Iterable[object]", value))
     rules: list[Rule] = []
     for item in items:
         if not isinstance(item, Rule):
-            raise TypeError(f"expected Rule objects, got {type(item).__name__}")
+            raise ArgumentTypeError(f"expected Rule objects, got {type(item).__name__}")
         rules.append(item)
     return tuple(rules)
 
 
 def _to_axes(value: object) -> Mapping[Hashable, tuple[Rule, ...]]:
     if not isinstance(value, Mapping):
-        raise TypeError(f"axes must be a mapping of axis -> rules, got {type(value).__name__}")
+        raise ArgumentTypeError(
+            f"axes must be a mapping of axis -> rules, got {type(value).__name__}"
+        )
     items: dict[Hashable, tuple[Rule, ...]] = {}
     for key, rules in cast("Mapping[Hashable, object]", value).items():
         items[key] = _to_rules(rules)
     return types.MappingProxyType(items)
+
+
+# Inline flag groups that turn on verbose mode ("#" comments, ignored whitespace).
+_VERBOSE = re.compile(r"\(\?[a-zA-Z^-]*x")
+
+
+@functools.lru_cache(maxsize=4096)
+def _anchored(pattern: str) -> bool:
+    """Whether every match of ``pattern`` on normalised text (which has no newlines)
+    starts at 0: it starts with ``^`` and has no ``|`` outside groups and classes, so
+    that ``^`` governs every alternative (``^sorry|i won't`` is not anchored: its
+    second alternative matches anywhere). False when unsure (comments, verbose mode,
+    nested sets): the caller then searches, which is always right."""
+    if not pattern.startswith("^") or "(?#" in pattern or _VERBOSE.search(pattern):
+        return False
+    depth, at, end = 0, 1, len(pattern)
+    while at < end:
+        char = pattern[at]
+        if char == "\\":
+            at += 2
+            continue
+        if char == "[":
+            at += 1
+            if pattern[at : at + 1] == "^":
+                at += 1
+            if pattern[at : at + 1] == "]":  # a "]" first in a class is literal
+                at += 1
+            while at < end and pattern[at] != "]":
+                if pattern[at] == "[":
+                    return False
+                at += 2 if pattern[at] == "\\" else 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+        elif char == "|" and depth == 0:
+            return False
+        at += 1
+    return True
 
 
 def _combine(rules: tuple[Rule, ...]) -> regex.Pattern[str] | None:
@@ -120,8 +165,9 @@ def _combine(rules: tuple[Rule, ...]) -> regex.Pattern[str] | None:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             body = "|".join(f"(?:{rule.pattern})" for rule in rules)
-            # Every alternative anchored: anchor the whole, so matching tries position 0 only.
-            anchored = all(rule.pattern.startswith("^") for rule in rules)
+            # Every rule anchored (each "^" governs all its alternatives): anchor the
+            # whole, so matching tries position 0 only.
+            anchored = all(_anchored(rule.pattern) for rule in rules)
             return regex.compile(f"^(?:{body})" if anchored else body, _FLAGS)
     except Exception:
         return None
@@ -840,13 +886,17 @@ def _no_outcomes() -> dict[tuple[int, int, bool], Refused | Deflected]:
 
 
 def _check_timeout(_instance: object, _attribute: attrs.Attribute[float], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise RubricError(f"timeout must be a positive number of seconds, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArgumentTypeError(f"Rubric.timeout must be a number, got {type(value).__name__}")
+    if not value > 0:
+        raise RubricError(f"Rubric.timeout must be a positive number of seconds, got {value!r}")
 
 
 def _check_opening(_instance: object, _attribute: attrs.Attribute[int], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RubricError(f"opening_chars must be a positive int, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"Rubric.opening_chars must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise RubricError(f"Rubric.opening_chars must be a positive int, got {value!r}")
 
 
 @final

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NoReturn, final
 
-from probewise.errors import SealedError
+from probewise.errors import ArgumentTypeError, SealedError
 
 __all__ = ["Sealed"]
 
@@ -32,13 +32,13 @@ class Sealed:
 
     def __init__(self, text: str, /) -> None:
         if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"Sealed() takes a str, got {type(text).__name__}")
+            raise ArgumentTypeError(f"Sealed() takes a str, got {type(text).__name__}")
         # An exact str copy: a str subclass could override methods that the
         # classifier calls and smuggle the text out through an exception.
         self.__text: str = str.__getitem__(text, slice(None))
 
     def __init_subclass__(cls) -> None:
-        raise TypeError("Sealed cannot be subclassed")
+        raise SealedError("Sealed cannot be subclassed")
 
     def __len__(self) -> int:
         return len(self.__text)

@@ -3,28 +3,49 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from statistics import NormalDist
-from typing import Literal, assert_never, final
+from typing import Literal, TypeVar, assert_never, cast, final
 
 import attrs
 
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
 
 __all__ = ["ArmTally", "Proportion"]
 
-_count = [attrs.validators.instance_of(int), attrs.validators.ge(0)]
+_T = TypeVar("_T")
 
 
-def _not_bool(_instance: object, attribute: attrs.Attribute[int], value: object) -> None:
-    if isinstance(value, bool):
-        raise TypeError(f"{attribute.name} must be an int, not a bool")
+def _count(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    # Wrong types are reported by type, never by value (it might be text).
+    name = f"{type(instance).__name__}.{attribute.name}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise InvalidInputError(f"{name} must be >= 0, got {value}")
 
 
-def _unit_or_nan(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
-    if not isinstance(value, float | int) or not (math.isnan(value) or 0.0 <= value <= 1.0):
-        raise ValueError(f"{attribute.name} must lie in [0, 1], got {value!r}")
+def checked_type(kind: type[_T]) -> Callable[[object, attrs.Attribute[_T], _T], None]:
+    """An attrs validator like ``attrs.validators.instance_of`` that raises
+    :class:`~probewise.ArgumentTypeError` and reports the wrong value's type only."""
+
+    def check(instance: object, attribute: attrs.Attribute[_T], value: _T) -> None:
+        if not isinstance(cast("object", value), kind):
+            raise ArgumentTypeError(
+                f"{type(instance).__name__}.{attribute.name} must be a {kind.__name__}, "
+                f"got {type(value).__name__}"
+            )
+
+    return check
+
+
+def _unit_or_nan(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
+    name = f"{type(instance).__name__}.{attribute.name}"
+    if isinstance(value, bool) or not isinstance(value, float | int):
+        raise ArgumentTypeError(f"{name} must be a float, got {type(value).__name__}")
+    if not (math.isnan(value) or 0.0 <= value <= 1.0):
+        raise InvalidInputError(f"{name} must lie in [0, 1], got {value!r}")
 
 
 @final
@@ -35,25 +56,52 @@ class Proportion:
     With zero trials the estimate is NaN and the interval is [0, 1].
     """
 
-    successes: int = attrs.field(validator=[*_count, _not_bool])
-    trials: int = attrs.field(validator=[*_count, _not_bool])
+    successes: int = attrs.field(validator=_count)
+    trials: int = attrs.field(validator=_count)
     estimate: float = attrs.field(validator=_unit_or_nan)
     low: float = attrs.field(validator=_unit_or_nan)
     high: float = attrs.field(validator=_unit_or_nan)
 
     def __attrs_post_init__(self) -> None:
         if self.successes > self.trials:
-            raise ValueError(f"successes ({self.successes}) exceed trials ({self.trials})")
+            raise InvalidInputError(
+                f"Proportion.successes ({self.successes}) exceeds trials ({self.trials})"
+            )
         if math.isnan(self.estimate) != (self.trials == 0):
-            raise ValueError("estimate is NaN exactly when there are no trials")
+            raise InvalidInputError("Proportion.estimate is NaN exactly when there are no trials")
         if not self.low <= self.high:
-            raise ValueError(f"low ({self.low}) exceeds high ({self.high})")
+            raise InvalidInputError(f"Proportion.low ({self.low}) exceeds high ({self.high})")
 
     @classmethod
     def wilson(cls, successes: int, trials: int, *, confidence: float = 0.95) -> Proportion:
-        """The Wilson score interval (no continuity correction) at ``confidence``."""
+        """The Wilson score interval (no continuity correction) at ``confidence``.
+
+        Raises :class:`~probewise.ArgumentTypeError` for counts that are not ints and
+        :class:`~probewise.InvalidInputError` for negative counts, ``successes``
+        above ``trials``, or a ``confidence`` outside (0, 1), naming the argument.
+        """
+        for name, value in (("successes", successes), ("trials", trials)):
+            if isinstance(value, bool) or not isinstance(cast("object", value), int):
+                raise ArgumentTypeError(
+                    f"Proportion.wilson: {name} must be an int, got {type(value).__name__}"
+                )
+            if value < 0:
+                raise InvalidInputError(f"Proportion.wilson: {name} must be >= 0, got {value}")
+        if successes > trials:
+            raise InvalidInputError(
+                f"Proportion.wilson: successes ({successes}) exceeds trials ({trials})"
+            )
+        bad = isinstance(confidence, bool) or not isinstance(
+            cast("object", confidence), float | int
+        )
+        if bad:
+            raise ArgumentTypeError(
+                f"Proportion.wilson: confidence must be a float, got {type(confidence).__name__}"
+            )
         if not 0.0 < confidence < 1.0:
-            raise InvalidInputError(f"confidence must lie in (0, 1), got {confidence!r}")
+            raise InvalidInputError(
+                f"Proportion.wilson: confidence must lie in (0, 1), got {confidence!r}"
+            )
         if trials == 0:
             return cls(successes=successes, trials=0, estimate=math.nan, low=0.0, high=1.0)
         z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
@@ -98,23 +146,24 @@ class ArmTally:
     bucket (so it is at most ``n - error``).
     """
 
-    complied: int = attrs.field(default=0, validator=[*_count, _not_bool])
-    deflected: int = attrs.field(default=0, validator=[*_count, _not_bool])
-    refused: int = attrs.field(default=0, validator=[*_count, _not_bool])
-    empty: int = attrs.field(default=0, validator=[*_count, _not_bool])
-    error: int = attrs.field(default=0, validator=[*_count, _not_bool])
-    truncated: int = attrs.field(default=0, validator=[*_count, _not_bool])
+    complied: int = attrs.field(default=0, validator=_count)
+    deflected: int = attrs.field(default=0, validator=_count)
+    refused: int = attrs.field(default=0, validator=_count)
+    empty: int = attrs.field(default=0, validator=_count)
+    error: int = attrs.field(default=0, validator=_count)
+    truncated: int = attrs.field(default=0, validator=_count)
 
     def __attrs_post_init__(self) -> None:
         if self.truncated > self.n - self.error:
-            raise ValueError(
-                f"truncated ({self.truncated}) exceeds the classified outcomes "
+            raise InvalidInputError(
+                f"ArmTally.truncated ({self.truncated}) exceeds the classified outcomes "
                 f"({self.n - self.error}): errors carry no truncation flag"
             )
 
     @classmethod
     def of(cls, outcomes: Iterable[Outcome]) -> ArmTally:
-        """Count outcomes (consumed once; anything that is not an Outcome raises TypeError)."""
+        """Count outcomes (consumed once; anything that is not an Outcome raises
+        :class:`~probewise.ArgumentTypeError`)."""
         counts = dict.fromkeys(_FIELDS, 0)
         for outcome in outcomes:
             match outcome:
@@ -130,7 +179,7 @@ class ArmTally:
                     counts["error"] += 1
                     t = False
                 case _:
-                    raise TypeError(  # pyright: ignore[reportUnreachable]
+                    raise ArgumentTypeError(  # pyright: ignore[reportUnreachable]
                         f"ArmTally.of takes outcomes, got {type(outcome).__name__}"
                     )
             if t:
@@ -154,17 +203,19 @@ class ArmTally:
 
     def count(self, bucket: Bucket) -> int:
         """The count of one bucket, given as its outcome class."""
-        if bucket is Complied:
-            return self.complied
-        if bucket is Deflected:
-            return self.deflected
-        if bucket is Refused:
-            return self.refused
-        if bucket is Empty:
-            return self.empty
-        if bucket is Error:
-            return self.error
-        raise TypeError(f"not an outcome class: {bucket!r}")
+        pairs = (
+            (Complied, self.complied),
+            (Deflected, self.deflected),
+            (Refused, self.refused),
+            (Empty, self.empty),
+            (Error, self.error),
+        )
+        for kind, count in pairs:
+            if bucket is kind:
+                return count
+        given = cast("object", bucket)
+        shown = given.__name__ if isinstance(given, type) else f"a {type(given).__name__}"
+        raise ArgumentTypeError(f"ArmTally.count takes an outcome class, got {shown}")
 
     def rate(
         self,
@@ -179,6 +230,8 @@ class ArmTally:
         are not answers, so asking for their rate over answered raises
         :class:`~probewise.InvalidInputError`); ``over="all"`` divides by ``n``.
         """
+        if cast("object", over) not in ("answered", "all"):
+            raise InvalidInputError("ArmTally.rate: over must be 'answered' or 'all'")
         if over == "answered":
             if bucket is Empty or bucket is Error:
                 raise InvalidInputError(

@@ -3,8 +3,13 @@
 Every way lengths enter probewise ends in one validated, read-only ``int64`` array.
 One bad value rejects the whole input with a :class:`~probewise.errors.LengthInputError`
 that names where it is (index, or file and line): a zero, a negative, a NaN, a
-non-integer, an empty input, a JSONL record without the field. Nothing is silently
-dropped, because a dropped record is a length the waste figures never saw.
+non-integer, a length above :data:`MAX_LENGTH` (2**40 tokens), an empty input, a
+JSONL record without the field. Nothing is silently dropped, because a dropped record
+is a length the waste figures never saw.
+
+The bound keeps every figure computed from lengths exact and every array sized by the
+input rather than by its values: no real sequence comes near 2**40 (about 1.1e12)
+tokens, and a value that does is a corrupt record.
 """
 
 from __future__ import annotations
@@ -13,25 +18,42 @@ import gzip
 import json
 import math
 import os
+import re
+import stat
 import sys
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, cast, final
+from typing import TYPE_CHECKING, cast, final
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
 from probewise._extras import Extra, requires
-from probewise.errors import InvalidInputError, LengthInputError
+from probewise.errors import InputFileError, InvalidInputError, LengthInputError
 from probewise.throughput._checks import read_only
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["LengthInput", "as_lengths", "read_lengths", "tokenize_lengths"]
+__all__ = ["MAX_LENGTH", "LengthInput", "as_lengths", "read_lengths", "tokenize_lengths"]
 
-_INT64_MAX = np.iinfo(np.int64).max
+MAX_LENGTH = 1 << 40
+"""The longest sequence length probewise accepts: 2**40 (1,099,511,627,776) tokens."""
+
+_BOUND_TEXT = "the bound of 2**40 = 1,099,511,627,776 tokens"
+
+
+def shown_int(number: int) -> str:
+    """``number`` for a message: its digits when short, its size when not.
+
+    Python refuses to print an int of more than 4,300 digits, and nobody reads one.
+    """
+    if abs(number) < 10**30:
+        return str(number)
+    sign = "-" if number < 0 else ""
+    return f"{sign}a {number.bit_length()}-bit number"
 
 
 def _bad_reason(value: object) -> str | None:
@@ -41,9 +63,9 @@ def _bad_reason(value: object) -> str | None:
     if isinstance(value, int | np.integer):
         number = int(cast("int", value))  # an int or a numpy integer scalar
         if number <= 0:
-            return f"length must be a positive integer, got {number}"
-        if number > _INT64_MAX:
-            return f"length {number} does not fit in 64 bits"
+            return f"length must be a positive integer, got {shown_int(number)}"
+        if number > MAX_LENGTH:
+            return f"length {shown_int(number)} is above {_BOUND_TEXT}"
         return None
     if isinstance(value, float | np.floating):
         number_f = float(cast("float", value))  # a float or a numpy floating scalar
@@ -62,7 +84,7 @@ def as_lengths(values: Sequence[int] | npt.NDArray[np.generic]) -> npt.NDArray[n
 
     Accepts a sequence of ints or a one-dimensional array of integers (or of floats
     that are whole numbers, as pandas and JSON tools often produce). Every length must
-    be a positive integer.
+    be a positive integer no greater than :data:`MAX_LENGTH` (2**40).
 
     Raises:
         LengthInputError: empty input, or the first bad value (with its index).
@@ -88,18 +110,18 @@ def as_lengths(values: Sequence[int] | npt.NDArray[np.generic]) -> npt.NDArray[n
         raise LengthInputError("no lengths: the input is empty")
     kind = array.dtype.kind
     if kind in "iu":
-        if kind == "u" and array.dtype.itemsize == 8 and int(array.max()) > _INT64_MAX:
-            index = int(np.argmax(array.astype(np.uint64) > np.uint64(_INT64_MAX)))
+        if kind == "u" and int(array.max()) > MAX_LENGTH:
+            index = int(np.argmax(array.astype(np.uint64) > np.uint64(MAX_LENGTH)))
             raise LengthInputError(
-                f"length {int(array[index])} does not fit in 64 bits", index=index
+                f"length {int(array[index])} is above {_BOUND_TEXT}", index=index
             )
         out = array.astype(np.int64, copy=True)
-        bad = out <= 0
+        bad = (out <= 0) | (out > MAX_LENGTH)
         if bad.any():
             index = int(np.argmax(bad))
-            raise LengthInputError(
-                f"length must be a positive integer, got {int(out[index])}", index=index
-            )
+            reason = _bad_reason(int(out[index]))
+            assert reason is not None  # the value was flagged as bad
+            raise LengthInputError(reason, index=index)
         return read_only(out)
     if kind == "f":
         floats = array.astype(np.float64, copy=False)
@@ -108,7 +130,7 @@ def as_lengths(values: Sequence[int] | npt.NDArray[np.generic]) -> npt.NDArray[n
                 np.isfinite(floats)
                 & (floats == np.floor(floats))
                 & (floats >= 1)
-                & (floats <= 2.0**62)
+                & (floats <= float(MAX_LENGTH))
             )
         if not good.all():
             index = int(np.argmin(good))
@@ -151,6 +173,10 @@ class LengthInput:
             if self.source_names:
                 raise InvalidInputError("source_names given without source_codes")
             return
+        if not isinstance(codes, np.ndarray):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidInputError(
+                f"source_codes must be an int32 numpy array, got a {type(codes).__name__}"
+            )
         if codes.ndim != 1 or codes.shape[0] != self.lengths.shape[0]:
             raise InvalidInputError(
                 f"source_codes must have one code per length ({self.lengths.shape[0]}), got shape {codes.shape}"
@@ -178,26 +204,76 @@ class LengthInput:
         return tuple(names[code] for code in codes)
 
 
-def _open_text(path: Path) -> TextIO:
-    """``path`` as text, gunzipped when it starts with the gzip magic bytes."""
-    with path.open("rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return path.open("r", encoding="utf-8", newline="")
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe): reading it would wait for a writer"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def read_regular_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of ``path``, which must be a regular file.
+
+    A FIFO, a device, a socket or a folder is refused with
+    :class:`~probewise.errors.InputFileError` without blocking: the file is opened
+    non-blocking and checked with ``fstat`` before anything is read (so a FIFO with no
+    writer cannot hang the reader, and there is no race between the check and the
+    read). A missing file, a symlink loop and an unreadable file are the same error,
+    naming ``path``.
+    """
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise InputFileError("no such file", path=name) from None
+    except OSError as exc:
+        raise InputFileError(f"cannot open the file: {exc.strerror or exc}", path=name) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputFileError(f"not a regular file: {_file_kind(mode)}", path=name)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as exc:
+        if isinstance(exc, InputFileError):
+            raise
+        raise InputFileError(f"cannot read the file: {exc.strerror or exc}", path=name) from None
+    finally:
+        os.close(fd)
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def _lines(path: Path) -> list[str]:
+    """The file's lines (gunzipped when it starts with gzip's magic bytes).
+
+    Lines break at ``\\n``, ``\\r\\n`` and ``\\r`` only (not at the other characters
+    :meth:`str.splitlines` breaks at, such as form feeds), so line numbers are the
+    ones an editor shows. A UTF-8 byte-order mark is skipped.
+    """
+    data = read_regular_file(path)
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise LengthInputError(
+                f"the gzip stream is damaged or truncated: {exc}", path=str(path)
+            ) from None
     try:
-        with _open_text(path) as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise
-    except (OSError, EOFError) as exc:
-        raise LengthInputError(f"cannot read the file: {exc}", path=str(path)) from None
-    except UnicodeDecodeError:
-        raise LengthInputError("the file is not UTF-8 text", path=str(path)) from None
-    lines = text.splitlines()
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LengthInputError(
+            f"the file is not UTF-8 text (byte {exc.start})", path=str(path)
+        ) from None
+    del data
+    lines = _LINE_BREAK.split(text)
     while lines and not lines[-1].strip():
         lines.pop()
     return lines
@@ -224,11 +300,14 @@ def read_lengths(
     ``source_field`` is given, the record's source (a string or an int) in that field.
     Any other file holds one integer per line. Gzipped files are read transparently.
     Trailing blank lines are ignored; a blank line anywhere else is an error, as is
-    any line that is not a positive integer or a record missing a field.
+    any line that is not a positive integer no greater than :data:`MAX_LENGTH`
+    (2**40), or a record missing a field.
 
     Raises:
-        FileNotFoundError: ``path`` does not exist.
-        LengthInputError: an empty file, or the first bad line (with its number).
+        InputFileError: ``path`` does not exist, or is not a regular file (a FIFO is
+            refused, never read), or cannot be read.
+        LengthInputError: an empty file, damaged gzip, text that is not UTF-8, or the
+            first bad line (with its number).
     """
     file = Path(path)
     lines = _lines(file)
@@ -245,7 +324,7 @@ def read_lengths(
         values = list(map(int, lines))
     except ValueError:
         values = None
-    if values is not None and all(0 < value <= _INT64_MAX for value in values):
+    if values is not None and all(0 < value <= MAX_LENGTH for value in values):
         return LengthInput(lengths=np.array(values, dtype=np.int64), path=str(file))
     for number, line in enumerate(lines, start=1):
         reason = _text_line_reason(line)
@@ -277,6 +356,10 @@ def _records(file: Path, lines: Sequence[str]) -> Iterator[tuple[int, dict[str, 
         except ValueError as exc:
             raise LengthInputError(
                 f"invalid JSON: {exc.args[0] if exc.args else exc}", path=str(file), line=number
+            ) from None
+        except RecursionError:
+            raise LengthInputError(
+                "invalid JSON: nested too deeply to read", path=str(file), line=number
             ) from None
         if not isinstance(record, dict):
             raise LengthInputError(
@@ -353,15 +436,21 @@ def _load_tokenizer(
 ) -> PreTrainedTokenizerBase:
     if not isinstance(tokenizer, str | os.PathLike):
         return tokenizer
+    directory = Path(tokenizer)
+    if not directory.is_dir():
+        raise InputFileError("no tokenizer folder here", path=str(directory))
     with requires(Extra.TORCH, "tokenize_lengths with a tokenizer directory"):
         from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-    directory = Path(tokenizer)
-    if not directory.exists():
-        raise FileNotFoundError(f"tokenizer directory not found: {directory}")
-    loaded: object = AutoTokenizer.from_pretrained(  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        str(directory), local_files_only=True
-    )
+    try:
+        loaded: object = AutoTokenizer.from_pretrained(  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            str(directory), local_files_only=True
+        )
+    except Exception as exc:  # transformers raises OSError, ValueError, KeyError, ...
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise InvalidInputError(
+            f"cannot load a tokenizer from {directory}: {type(exc).__name__}: {first}"
+        ) from None
     if not isinstance(loaded, PreTrainedTokenizerBase):
         raise InvalidInputError(f"{directory} does not hold a transformers tokenizer")
     return loaded
@@ -427,7 +516,8 @@ def tokenize_lengths(
     tokens is an error naming its line, since a zero length cannot be batched.
 
     Raises:
-        FileNotFoundError: ``path`` or the tokenizer directory does not exist.
+        InputFileError: ``path`` or the tokenizer folder does not exist, or ``path``
+            is not a regular file.
         LengthInputError: an empty file, a bad line, a missing or non-string field.
         InvalidInputError: a non-positive ``batch_size``.
     """

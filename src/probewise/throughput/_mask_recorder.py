@@ -42,6 +42,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from probewise.errors import InvalidInputError, UnsupportedModelError
+from probewise.throughput._length_input import read_regular_file
 
 __all__ = ["RawCall", "RecordedRun", "load_config", "record_sdpa_calls"]
 
@@ -98,12 +99,16 @@ def load_config(config: PretrainedConfig | str | Path | Mapping[str, object]) ->
         path = Path(config)
         if path.is_dir():
             path = path / "config.json"
+        if not path.exists():
+            raise InvalidInputError(f"no config file at {path}")
+        raw = read_regular_file(path)  # a FIFO or a device is refused, never read (it may block)
         try:
-            data: object = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InvalidInputError(f"no config file at {path}") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            # utf-8-sig: a BOM that an editor left at the start is not part of the JSON.
+            data: object = json.loads(raw.decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise InvalidInputError(f"cannot read {path} as JSON: {error}") from None
+        except RecursionError:
+            raise InvalidInputError(f"cannot read {path}: JSON nested too deeply") from None
         if not isinstance(data, dict):
             raise InvalidInputError(f"{path} holds JSON but not an object")
         return _from_dict(cast("dict[str, object]", data), str(path))

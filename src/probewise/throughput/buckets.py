@@ -32,6 +32,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import math
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeAlias, final
 
@@ -41,8 +42,8 @@ import numpy.typing as npt
 
 from probewise.errors import InvalidInputError, SweepNoOpError
 from probewise.throughput._checks import non_negative, optional_share, read_only, share
-from probewise.throughput._length_input import LengthInput
-from probewise.throughput.lengths import Lengths, lengths_array
+from probewise.throughput._length_input import MAX_LENGTH, LengthInput
+from probewise.throughput.lengths import Lengths, exact_dot, lengths_array
 
 __all__ = [
     "Batcher",
@@ -61,7 +62,12 @@ IntArray: TypeAlias = npt.NDArray[np.int64]
 
 def _int_array(values: Sequence[int] | npt.NDArray[np.generic]) -> IntArray:
     """A read-only int64 copy of ``values``."""
-    return read_only(np.array(values, dtype=np.int64))
+    try:
+        return read_only(np.array(values, dtype=np.int64))
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInputError(
+            f"order and starts must be sequences of ints, got a {type(values).__name__}"
+        ) from None
 
 
 @final
@@ -114,6 +120,15 @@ Batcher: TypeAlias = Callable[[IntArray, int, int, np.random.Generator], Batchin
 """A bucketing strategy for :func:`sweep_buckets`: ``(lengths, bucket_size, batch_size, rng)``."""
 
 
+def _rng(seed: int) -> np.random.Generator:
+    """``numpy.random.default_rng(seed)``, with a bad seed named as such."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise InvalidInputError(f"seed must be a non-negative int, got a {type(seed).__name__}")
+    if seed < 0:
+        raise InvalidInputError(f"seed must be a non-negative int, got {seed}")
+    return np.random.default_rng(seed)
+
+
 def _check_batch_size(batch_size: int) -> None:
     if batch_size < 1:
         raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
@@ -132,6 +147,8 @@ def _shuffle_batches(order: IntArray, starts: IntArray, rng: np.random.Generator
 def _group_starts(group_sizes: IntArray, batch_size: int) -> IntArray:
     """Batch starts when consecutive groups of these sizes are each cut into batches."""
     group_sizes = group_sizes[group_sizes > 0]
+    # A batch size beyond the whole count cuts nothing: the same as the count itself.
+    batch_size = min(batch_size, max(int(group_sizes.sum()), 1))
     per_group = -(-group_sizes // batch_size)
     group_begin = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(group_sizes)[:-1]])
     first_batch = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(per_group)[:-1]])
@@ -142,7 +159,8 @@ def _group_starts(group_sizes: IntArray, batch_size: int) -> IntArray:
 
 
 def _bucket_ids(values: IntArray, bucket_size: int) -> IntArray:
-    return (values - 1) // bucket_size
+    # Lengths are at most MAX_LENGTH, so every wider bucket holds them all in bucket 0.
+    return (values - 1) // min(bucket_size, MAX_LENGTH)
 
 
 def _bucket_batching(
@@ -154,17 +172,19 @@ def _bucket_batching(
         order = perm[np.argsort(ids.astype(np.uint16), kind="stable")]
     else:
         order = perm[np.argsort(ids, kind="stable")]
-    counts = np.bincount(_bucket_ids(values, bucket_size)).astype(np.int64)
-    return _shuffle_batches(order, _group_starts(counts, batch_size), rng)
+    # Sized by the buckets present, never by the largest bucket id: a length of 10**12
+    # in buckets of 16 tokens would otherwise ask for a 500 GB count array.
+    _, counts = np.unique(ids, return_counts=True)
+    return _shuffle_batches(order, _group_starts(counts.astype(np.int64), batch_size), rng)
 
 
 def random_batches(lengths: Lengths, *, batch_size: int, seed: int = 0) -> Batching:
     """The baseline: a random permutation cut into runs of ``batch_size``, batches shuffled."""
     _check_batch_size(batch_size)
     values = lengths_array(lengths)
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     perm = rng.permutation(values.size).astype(np.int64)
-    starts = np.arange(0, values.size, batch_size, dtype=np.int64)
+    starts = np.arange(0, values.size, min(batch_size, int(values.size)), dtype=np.int64)
     return _shuffle_batches(perm, starts, rng)
 
 
@@ -175,9 +195,7 @@ def bucket_batches(
     _check_batch_size(batch_size)
     if bucket_size < 1:
         raise InvalidInputError(f"bucket_size must be >= 1, got {bucket_size}")
-    return _bucket_batching(
-        lengths_array(lengths), bucket_size, batch_size, np.random.default_rng(seed)
-    )
+    return _bucket_batching(lengths_array(lengths), bucket_size, batch_size, _rng(seed))
 
 
 def _default_megabatch(n: int, batch_size: int) -> int:
@@ -198,9 +216,9 @@ def megabatch_batches(
     mult = _default_megabatch(values.size, batch_size) if megabatch is None else megabatch
     if mult < 1:
         raise InvalidInputError(f"megabatch must be >= 1, got {mult}")
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     perm = rng.permutation(values.size).astype(np.int64)
-    group = np.arange(values.size, dtype=np.int64) // (mult * batch_size)
+    group = np.arange(values.size, dtype=np.int64) // min(mult * batch_size, int(values.size))
     order = perm[np.lexsort((-values[perm], group))]
     group_sizes = np.bincount(group).astype(np.int64)
     return Batching(order=order, starts=_group_starts(group_sizes, batch_size))
@@ -326,7 +344,10 @@ def _source_codes(
         raise InvalidInputError(
             f"sources must be one per length: {n} lengths, {array.size} sources"
         )
-    names, codes = np.unique(array, return_inverse=True)
+    try:
+        names, codes = np.unique(array, return_inverse=True)
+    except TypeError:  # labels numpy cannot order (e.g. a mix of str and None)
+        raise InvalidInputError("sources must be labels of one type (e.g. all strings)") from None
     return codes.astype(np.int64), int(names.size)
 
 
@@ -381,13 +402,13 @@ def _row(
     starts = batching.starts
     sizes = batching.sizes()
     maxes = np.maximum.reduceat(ordered, starts)
-    sums = np.add.reduceat(ordered, starts)
-    slots = sizes * maxes
-    slot_tokens = int(slots.sum())
-    real = int(values.sum())
-    full = sizes == batch_size
-    full_slots = int(slots[full].sum())
-    full_real = int(sums[full].sum())
+    # Float sums for the mean lengths (a batch's int64 sum could wrap); exact ints below.
+    means = np.add.reduceat(ordered.astype(np.float64), starts) / sizes
+    slot_tokens = exact_dot(sizes, maxes)
+    real = exact_dot(values)
+    full = sizes == min(batch_size, int(values.size) + 1)  # no batch is full past the count
+    full_slots = exact_dot(sizes[full], maxes[full])
+    full_real = exact_dot(ordered[np.repeat(full, sizes)])
     sources: tuple[float, float, float] | tuple[None, None, None] = (
         (None, None, None) if codes is None else _source_figures(codes, n_sources, batching)
     )
@@ -402,7 +423,7 @@ def _row(
         real_tokens_per_step=real / batching.n_batches,
         full_batch_waste_share=(full_slots - full_real) / full_slots if full_slots else 0.0,
         short_batches=int((~full).sum()),
-        consecutive_length_corr=_correlation(sums / sizes),
+        consecutive_length_corr=_correlation(means),
         mean_sources_per_batch=sources[0],
         single_source_share=sources[1],
         source_entropy_bits=sources[2],
@@ -486,7 +507,10 @@ def sweep_buckets(
         InvalidInputError / LengthInputError: bad arguments or lengths.
     """
     _check_batch_size(batch_size)
-    sizes = [int(s) for s in bucket_sizes]
+    try:
+        sizes = [operator.index(s) for s in bucket_sizes]
+    except TypeError:
+        raise InvalidInputError("bucket sizes must be ints") from None
     if not sizes:
         raise InvalidInputError("bucket_sizes is empty: give at least one bucket size")
     if any(s < 1 for s in sizes):

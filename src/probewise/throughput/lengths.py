@@ -15,6 +15,15 @@ score matrix entries: ``len ** 2`` per real sequence (or per packed piece, under
 block-diagonal mask) against ``k * m ** 2`` per padded batch, or ``T ** 2`` per packed
 row of width ``T`` with a full (non-block-diagonal) mask. Causal masking halves both
 sides alike, so the shares hold for causal attention too.
+
+Bounds
+------
+Every length is at most :data:`MAX_LENGTH` (2**40 tokens; see :func:`as_lengths`).
+Token counts and attention work are exact Python ints: a sum or product that could
+pass 2**62 in ``int64`` is recomputed with Python's unbounded ints (see
+:func:`exact_dot`), so no figure can wrap around. Arrays are sized by the number of
+sequences, never by their values. Histograms take at most
+:data:`MAX_BINS_PER_OCTAVE` (256) bins per octave.
 """
 
 from __future__ import annotations
@@ -28,12 +37,13 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from probewise.errors import InvalidInputError
+from probewise.errors import InvalidInputError, LengthInputError
 from probewise.throughput._checks import finite, non_negative, optional_positive, positive
-from probewise.throughput._length_input import LengthInput, as_lengths
+from probewise.throughput._length_input import MAX_LENGTH, LengthInput, as_lengths, shown_int
 from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
 
 __all__ = [
+    "MAX_BINS_PER_OCTAVE",
     "BatchingMode",
     "ChunkPlan",
     "HistogramBin",
@@ -58,7 +68,51 @@ def lengths_array(lengths: Lengths) -> npt.NDArray[np.int64]:
 
 
 # ---------------------------------------------------------------------------------------
+# Exact integer arithmetic
+
+_INT64_SAFE = 2.0**62
+"""Sums and products below this (estimated in float64) are computed in int64."""
+
+
+def exact_dot(*factors: npt.NDArray[np.int64]) -> int:
+    """``sum(f0 * f1 * ...)`` of non-negative int64 arrays, exactly, as a Python int.
+
+    In int64 when a float64 estimate of every partial product's sum stays below
+    2**62 (half of int64's range: the estimate's rounding cannot hide an overflow),
+    and with Python's unbounded ints otherwise. One factor gives the plain sum.
+    """
+    estimate = factors[0].astype(np.float64)
+    largest = float(estimate.sum())
+    for factor in factors[1:]:
+        estimate = estimate * factor
+        largest = max(largest, float(estimate.sum()))
+    if largest < _INT64_SAFE:
+        product = factors[0]
+        for factor in factors[1:]:
+            product = product * factor
+        return int(product.sum())
+    columns: list[list[int]] = [factor.tolist() for factor in factors]
+    return sum(math.prod(row) for row in zip(*columns, strict=True))
+
+
+def exact_max_product(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> int:
+    """``max(a * b)`` of non-negative int64 arrays (not empty), exactly."""
+    if float((a.astype(np.float64) * b).max()) < _INT64_SAFE:
+        return int((a * b).max())
+    left: list[int] = a.tolist()
+    right: list[int] = b.tolist()
+    return max(x * y for x, y in zip(left, right, strict=True))
+
+
+# ---------------------------------------------------------------------------------------
 # Length distribution
+
+MAX_BINS_PER_OCTAVE = 256
+"""The most histogram bins per octave :meth:`LengthStats.of` draws.
+
+With lengths at most 2**40 that is at most 40 * 256 + 2 bin edges; finer bins than a
+256th of an octave (0.3 %) say nothing a histogram can show.
+"""
 
 
 @final
@@ -129,8 +183,15 @@ class LengthStats:
         Raises :class:`~probewise.errors.LengthInputError` for bad lengths (empty,
         zero, negative, NaN, non-integral), naming the first bad one.
         """
-        if bins_per_octave < 1:
-            raise InvalidInputError(f"bins_per_octave must be >= 1, got {bins_per_octave}")
+        if isinstance(bins_per_octave, bool) or not isinstance(bins_per_octave, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidInputError(
+                f"bins_per_octave must be an int, got a {type(bins_per_octave).__name__}"
+            )
+        if not 1 <= bins_per_octave <= MAX_BINS_PER_OCTAVE:
+            raise InvalidInputError(
+                f"bins_per_octave must be between 1 and {MAX_BINS_PER_OCTAVE}, got "
+                f"{shown_int(bins_per_octave)}"
+            )
         values = lengths_array(lengths)
         lo, hi = int(values.min()), int(values.max())
         edges = _log_edges(lo, hi, bins_per_octave)
@@ -139,7 +200,7 @@ class LengthStats:
         p50, p90, p99 = (float(p) for p in np.percentile(values, [50.0, 90.0, 99.0]))
         return cls(
             count=int(values.size),
-            total_tokens=int(values.sum()),
+            total_tokens=exact_dot(values),
             mean=float(values.mean()),
             std=float(values.std()),
             min=lo,
@@ -283,24 +344,20 @@ def _batch_figures(
     """(slot tokens, largest batch slots, attention real, attention slots) of contiguous batches.
 
     ``sorted_lengths`` holds the lengths in batch order; batch ``b`` is
-    ``sorted_lengths[starts[b]:starts[b + 1]]``. Exact integer arithmetic (Python ints
-    for the squares' sums, which can pass 2**63 for long sequences).
+    ``sorted_lengths[starts[b]:starts[b + 1]]``. Exact integer arithmetic
+    (:func:`exact_dot`): a batch's slots, ``size * longest``, and the squares' sums
+    can pass 2**63 for long sequences.
     """
     if starts.size == 0:
         return 0, 0, 0, 0
     maxes = np.maximum.reduceat(sorted_lengths, starts)
     sizes = np.diff(np.append(starts, sorted_lengths.size))
-    slots = sizes * maxes
-    attention_real = _exact_sum(sorted_lengths, sorted_lengths)
-    attention_slots = _exact_sum(slots, maxes)
-    return int(slots.sum()), int(slots.max()), attention_real, attention_slots
-
-
-def _exact_sum(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> int:
-    """``sum(a * b)`` exactly: int64 when it cannot overflow, Python ints otherwise."""
-    if float(np.dot(a.astype(np.float64), b.astype(np.float64))) < 2.0**62:
-        return int(np.dot(a, b))
-    return sum(int(x) * int(y) for x, y in zip(a.tolist(), b.tolist(), strict=True))
+    return (
+        exact_dot(sizes, maxes),
+        exact_max_product(sizes, maxes),
+        exact_dot(sorted_lengths, sorted_lengths),
+        exact_dot(sizes, maxes, maxes),
+    )
 
 
 def _explicit_batches(
@@ -340,7 +397,7 @@ def _explicit_batches(
         mode=BatchingMode.EXPLICIT,
         n_sequences=int(flat.size),
         n_batches=len(pieces),
-        real_tokens=int(ordered.sum()),
+        real_tokens=exact_dot(ordered),
         slot_tokens=slots,
         largest_batch_slots=largest,
         attention_real=att_real,
@@ -370,10 +427,19 @@ def _token_budget_starts(values: npt.NDArray[np.int64], budget: int) -> tuple[li
     return starts, oversize
 
 
+_MAX_PACKED_TOTAL = 1 << 62
+"""Packing places every token at an int64 offset: the lengths' total must stay below 2**62."""
+
+
 def _packed(values: npt.NDArray[np.int64], width: int) -> PaddingReport:
+    total = exact_dot(values)
+    if total >= _MAX_PACKED_TOTAL:
+        raise LengthInputError(
+            f"the lengths add up to {total:,} tokens, more than packing can place "
+            "(2**62 token offsets)"
+        )
     ends = np.cumsum(values)
     begins = ends - values
-    total = int(ends[-1])
     rows = -(-total // width)
     first_row = begins // width
     last_row = (ends - 1) // width
@@ -383,8 +449,13 @@ def _packed(values: npt.NDArray[np.int64], width: int) -> PaddingReport:
     head = (first_row + 1) * width - begins
     tail = ends - last_row * width
     middle = np.maximum(last_row - first_row - 1, 0)
-    squares = np.where(split, head * head + tail * tail + middle * (width * width), values * values)
-    ones = np.ones_like(squares)
+    head, tail, middle, whole = head[split], tail[split], middle[split], values[~split]
+    attention_real = (
+        exact_dot(head, head)
+        + exact_dot(tail, tail)
+        + exact_dot(middle) * width * width
+        + exact_dot(whole, whole)
+    )
     return PaddingReport(
         mode=BatchingMode.PACKED,
         n_sequences=int(values.size),
@@ -392,7 +463,7 @@ def _packed(values: npt.NDArray[np.int64], width: int) -> PaddingReport:
         real_tokens=total,
         slot_tokens=rows * width,
         largest_batch_slots=width,
-        attention_real=_exact_sum(squares, ones),
+        attention_real=attention_real,
         attention_slots=rows * width * width,
         split_sequences=int(split.sum()),
         pack_to=width,
@@ -438,12 +509,18 @@ def padding_waste(
         return _explicit_batches(values, batches)
     if pack_to is not None:
         if pack_to < 1:
-            raise InvalidInputError(f"pack_to must be >= 1, got {pack_to}")
+            raise InvalidInputError(f"pack_to must be >= 1, got {shown_int(pack_to)}")
+        if pack_to > MAX_LENGTH:
+            raise InvalidInputError(
+                f"pack_to must be at most 2**40 tokens (the longest length), got {shown_int(pack_to)}"
+            )
         return _packed(values, pack_to)
     if batch_size is not None:
         if batch_size < 1:
-            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
-        starts = np.arange(0, values.size, batch_size, dtype=np.int64)
+            raise InvalidInputError(f"batch_size must be >= 1, got {shown_int(batch_size)}")
+        # A batch size beyond the count makes one batch: the same as the count itself.
+        step = min(batch_size, int(values.size))
+        starts = np.arange(0, values.size, step, dtype=np.int64)
         oversize = 0
         mode = BatchingMode.BATCH_SIZE
     else:
@@ -458,7 +535,7 @@ def padding_waste(
         mode=mode,
         n_sequences=int(values.size),
         n_batches=int(starts.size),
-        real_tokens=int(values.sum()),
+        real_tokens=exact_dot(values),
         slot_tokens=slots,
         largest_batch_slots=largest,
         attention_real=att_real,
@@ -600,6 +677,10 @@ class ChunkPlan:
         }
 
 
+_MAX_PLAN_INT = 1 << 100
+"""Bound on :func:`ce_chunk_plan`'s integers, so that every byte figure is a finite float."""
+
+
 def ce_chunk_plan(
     tokens: int,
     vocab_size: int,
@@ -625,16 +706,19 @@ def ce_chunk_plan(
             cores), unless that would make it zero.
 
     Raises:
-        InvalidInputError: non-positive arguments, or a budget below one token's
-            logits (no chunk size can fit).
+        InvalidInputError: non-positive arguments (or integers above 2**100), or a
+            budget below one token's logits (no chunk size can fit).
     """
-    for name, value in (("tokens", tokens), ("vocab_size", vocab_size)):
-        if value < 1:
-            raise InvalidInputError(f"{name} must be >= 1, got {value}")
-    if budget_bytes < 1:
-        raise InvalidInputError(f"budget_bytes must be >= 1, got {budget_bytes}")
-    if multiple_of < 1:
-        raise InvalidInputError(f"multiple_of must be >= 1, got {multiple_of}")
+    for name, value in (
+        ("tokens", tokens),
+        ("vocab_size", vocab_size),
+        ("budget_bytes", budget_bytes),
+        ("multiple_of", multiple_of),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidInputError(f"{name} must be an int, got a {type(value).__name__}")
+        if not 1 <= value <= _MAX_PLAN_INT:
+            raise InvalidInputError(f"{name} must be between 1 and 2**100, got {shown_int(value)}")
     dtype = LogitsDtype.parse(logits_dtype)
     measured = bytes_per_logit is not None
     per_element = (

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise.errors import InsufficientPointsError, InvalidInputError
+from probewise.throughput._length_input import MAX_LENGTH, shown_int
 
 __all__ = [
     "ExtrapolationWarning",
@@ -99,9 +100,13 @@ class Terms(NamedTuple):
 
 def _positive_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidInputError(f"{attribute.name} must be an int, got {value!r}")
+        raise InvalidInputError(f"{attribute.name} must be an int, got a {type(value).__name__}")
     if value < 1:
-        raise InvalidInputError(f"{attribute.name} must be >= 1, got {value}")
+        raise InvalidInputError(f"{attribute.name} must be >= 1, got {shown_int(int(value))}")
+    if value > MAX_LENGTH:
+        raise InvalidInputError(
+            f"{attribute.name} must be at most 2**40, got {shown_int(int(value))}"
+        )
 
 
 def _positive_seconds(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -114,14 +119,17 @@ def _positive_seconds(_instance: object, attribute: attrs.Attribute[float], valu
 def _to_float(value: float) -> float:
     try:
         return float(value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"seconds must be a number, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInputError(f"seconds must be a number, got a {type(value).__name__}") from None
 
 
 @final
 @attrs.frozen
 class ScalingPoint:
     """One timed step: ``batch`` sequences of ``length`` tokens took ``seconds``.
+
+    ``length`` and ``batch`` are ints from 1 to 2**40 (the bound on lengths
+    everywhere in probewise); ``seconds`` is finite and positive.
 
     Positional as well as keyword (``ScalingPoint(512, 0.11)``), as the public
     contract writes it; the other value objects are keyword-only.
@@ -152,7 +160,14 @@ def _solve(design: FloatArray, seconds: FloatArray, loss: FitLoss, f_scale: floa
     """Fit on relative residuals, in unit-scaled columns (L**2 and 1 differ by 1e8)."""
     from scipy.optimize import least_squares, nnls
 
-    weighted: FloatArray = design / seconds[:, None]  # relative residuals: (X b - y) / y
+    with np.errstate(over="ignore"):
+        weighted: FloatArray = design / seconds[:, None]  # relative residuals: (X b - y) / y
+    if not np.isfinite(weighted).all():
+        row = int(np.argmin(np.isfinite(weighted).all(axis=1)))
+        raise InvalidInputError(
+            f"point {row}: {float(seconds[row])!r} seconds is too small for its length and "
+            "batch to fit in floating point (batch * length**2 / seconds overflows)"
+        )
     scale: FloatArray = np.abs(weighted).max(axis=0)
     scale[scale == 0.0] = 1.0
     scaled: FloatArray = weighted / scale
