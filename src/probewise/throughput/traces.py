@@ -1390,7 +1390,7 @@ def read_chrome_traces(
     executor's own tasks are the parallelism), and ``progress`` is called here as each
     file's table arrives, ``progress(0, size)`` then ``progress(size, size)``. A worker's
     exception is raised here as it was raised there (the same typed error as a local
-    read, for the first failing file in path order); a task the executor itself
+    read, for the first failing file in the order given); a task the executor itself
     loses (a worker that died, a cancelled future, a result that could not travel)
     is a :class:`~probewise.TraceFormatError` naming the file.
 
