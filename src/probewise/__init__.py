@@ -38,6 +38,7 @@ from probewise.responses.arms import (
     TransformersGenerator,
     TransformersJudge,
     run_arm,
+    run_arm_shards,
     run_paired,
 )
 from probewise.responses.calibration import (
@@ -306,6 +307,7 @@ __all__ = [
     "read_lengths",
     "read_profiler_tables",
     "run_arm",
+    "run_arm_shards",
     "run_paired",
     "sweep_buckets",
     "time_loss",

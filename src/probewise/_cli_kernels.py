@@ -2,7 +2,9 @@
 
 Each PATH is a Chrome trace (JSON or gzip, detected by content), a directory of
 rank traces, or a text file holding a printed ``key_averages().table()``. Several
-traces are read as the ranks of one job and merged.
+traces are read as the ranks of one job and merged. ``--dask-scheduler ADDRESS``
+reads each trace file as a task on that Dask cluster (the ``[dask]`` extra) and
+merges the tables here: the same output as the local read.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ import argparse
 import json
 import math
 import os
+import socket
 import sys
 from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import final
 
 import attrs
 
+from probewise._extras import Extra, requires
 from probewise.errors import InvalidInputError, TraceFormatError
 from probewise.throughput._profiler_table import decode_table_bytes
 from probewise.throughput.kernels import KernelDiff, KernelTable
@@ -65,6 +70,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "they come from different jobs); the output says which job each file came from"
         ),
     )
+    parser.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        help=(
+            "read each trace file as a task on this Dask cluster (tcp://HOST:PORT; the "
+            "paths must be the same files on every worker) and merge here; needs "
+            "probewise[dask]"
+        ),
+    )
     parser.set_defaults(handler=_run)
 
 
@@ -75,14 +89,16 @@ def _run(args: argparse.Namespace) -> int:
     paths = [str(p) for p in args.paths]
     salvage = bool(args.salvage)
     mixed = bool(args.allow_mixed_jobs)
-    inputs = _read(paths, salvage=salvage, allow_mixed_jobs=mixed)
+    scheduler = None if args.dask_scheduler is None else str(args.dask_scheduler)
+    with _executor(scheduler) as executor:
+        inputs = _read(paths, salvage=salvage, allow_mixed_jobs=mixed, executor=executor)
+        other = (
+            None
+            if args.diff is None
+            else _read([str(args.diff)], salvage=salvage, allow_mixed_jobs=mixed, executor=executor)
+        )
     tables = inputs.traces
     table = tables.merged
-    other = (
-        None
-        if args.diff is None
-        else _read([str(args.diff)], salvage=salvage, allow_mixed_jobs=mixed)
-    )
     diff = None if other is None else table.diff(other.traces.merged)
     readings = (*inputs.readings, *(() if other is None else other.readings))
     clean = all(reading.reconciled for _, reading in readings)
@@ -118,6 +134,62 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if clean else 1
 
 
+_CONNECT_TIMEOUT_S = 30  # how long to wait for the Dask scheduler to answer
+
+
+@contextmanager
+def _executor(scheduler: str | None) -> Generator[Executor | None]:
+    """A Dask client's executor for ``--dask-scheduler`` (closed on the way out), or None."""
+    if scheduler is None:
+        yield None
+        return
+    with requires(Extra.DASK, "--dask-scheduler"):
+        from distributed import Client
+    _reach(scheduler)
+    try:
+        client = Client(scheduler, timeout=_CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, ValueError) as error:  # unreachable, refused, timed out, bad address
+        raise _unreachable(scheduler, error) from None
+    try:
+        # pure=False: a file read twice (PATH and --diff) is read again, never a cached task
+        yield client.get_executor(pure=False)
+    finally:
+        client.close()
+
+
+def _reach(scheduler: str) -> None:
+    """Refuse an address that nothing answers on, before a Client is made.
+
+    A Client that fails to start (distributed 2026.8) retries until its timeout and
+    then blocks the interpreter's exit in its ``__del__`` for twice that, so the
+    address is checked first with one plain TCP connection, which fails in one line.
+    Only the TCP-based protocols are taken (tcp, tls, ws, wss; none means tcp): ucx
+    and inproc are for the library's ``executor=``, with a Client made by the caller.
+    """
+    protocol, _, rest = scheduler.rpartition("://")
+    if protocol not in ("", "tcp", "tls", "ws", "wss"):
+        raise InvalidInputError(
+            f"--dask-scheduler: protocol {protocol!r} is not taken here (tcp, tls, ws, wss); "
+            "for others pass a Client's executor to read_chrome_traces(executor=...)"
+        )
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidInputError(
+            f"--dask-scheduler: give tcp://HOST:PORT (the scheduler's address), got {scheduler!r}"
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), _CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise _unreachable(scheduler, error) from None
+
+
+def _unreachable(scheduler: str, error: Exception) -> InvalidInputError:
+    return InvalidInputError(
+        f"--dask-scheduler: cannot connect to {scheduler}: {type(error).__name__}: "
+        + (str(error).strip().splitlines() or [""])[0]
+    )
+
+
 @final
 @attrs.frozen(kw_only=True)
 class _Inputs:
@@ -127,7 +199,9 @@ class _Inputs:
     readings: tuple[tuple[str, ProfilerTableReading], ...]
 
 
-def _read(paths: Sequence[str], *, salvage: bool, allow_mixed_jobs: bool) -> _Inputs:
+def _read(
+    paths: Sequence[str], *, salvage: bool, allow_mixed_jobs: bool, executor: Executor | None
+) -> _Inputs:
     """Traces and directories as ranks; printed tables (by content) as tables."""
     trace_paths: list[str] = []
     readings: list[tuple[str, ProfilerTableReading]] = []
@@ -166,6 +240,7 @@ def _read(paths: Sequence[str], *, salvage: bool, allow_mixed_jobs: bool) -> _In
                 salvage=salvage,
                 progress=callback,
                 allow_mixed_jobs=allow_mixed_jobs,
+                executor=executor,
             )
         per_rank.extend(traces.per_rank)
         merged = traces.merged

@@ -3,7 +3,9 @@
 The default install (``pip install probewise``) carries what ``classify``, the
 tallies, the trace readers, lengths and the fit need. torch and transformers come
 with ``probewise[torch]`` (the mask probe, the timing harness, the transformers
-generator and judge, the cross-entropy tracker), matplotlib with ``probewise[plot]``.
+generator and judge, the cross-entropy tracker), matplotlib with ``probewise[plot]``,
+distributed (a Dask cluster for ``probewise kernels --dask-scheduler``) with
+``probewise[dask]``.
 Every import of those happens inside the function that needs it, under
 :class:`requires`, so that a missing one is a :class:`~probewise.errors.MissingExtraError`
 naming the extra rather than a bare ``ModuleNotFoundError``::
@@ -29,17 +31,21 @@ class Extra(enum.Enum):
 
     TORCH = "torch"
     PLOT = "plot"
+    DASK = "dask"
 
 
 _PROVIDES: Final[dict[Extra, tuple[str, ...]]] = {
     # tokenizers comes with transformers (the demo's tiny models import it directly).
     Extra.TORCH: ("torch", "transformers", "tokenizers"),
     Extra.PLOT: ("matplotlib",),
+    # distributed needs dask itself; either missing means the extra is not installed.
+    Extra.DASK: ("distributed", "dask"),
 }
 
 _NEEDS: Final[dict[Extra, str]] = {
     Extra.TORCH: "torch and transformers",
     Extra.PLOT: "matplotlib",
+    Extra.DASK: "distributed (Dask)",
 }
 
 

@@ -16,6 +16,7 @@ import enum
 import os
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast, final, runtime_checkable
 
@@ -60,6 +61,7 @@ __all__ = [
     "TransformersGenerator",
     "TransformersJudge",
     "run_arm",
+    "run_arm_shards",
     "run_paired",
 ]
 
@@ -296,6 +298,67 @@ def run_arm(
         checkpoint=None if checkpoint is None else Path(checkpoint),
     )
     return ArmTally.of(outcomes.values())
+
+
+def _run_shard(
+    shard: Mapping[K, P],
+    make_generator: Callable[[], Generate[P] | BatchGenerate[P]],
+    rubric: Rubric | None,
+    axis_of: Callable[[K], Hashable | None] | None,
+) -> ArmTally:
+    """One shard's tally, where the executor runs it (top level: it must pickle)."""
+    outcomes = _outcomes(
+        shard, make_generator(), rubric, axis_of=axis_of, progress=False, label="shard"
+    )
+    return ArmTally.of(outcomes.values())
+
+
+def run_arm_shards(
+    shards: Sequence[Mapping[K, P]],
+    make_generator: Callable[[], Generate[P] | BatchGenerate[P]],
+    rubric: Rubric | None = None,
+    *,
+    executor: Executor | None = None,
+    axis_of: Callable[[K], Hashable | None] | None = None,
+) -> ArmTally:
+    """:func:`run_arm` over prompt sets split across processes or machines, summed.
+
+    A generator holding a model (or a connection pool) does not pickle, so the
+    executor is given ``make_generator`` instead: a picklable callable (a top-level
+    function, or ``functools.partial(OpenAICompatibleGenerator, url, model, ...)``)
+    that each task calls where it runs, then runs its shard through it. Only the
+    shard's :class:`ArmTally` (counts, never text) comes back; the tallies are summed
+    in shard order (exact: ``+`` is a commutative monoid). ``executor`` is any
+    :class:`concurrent.futures.Executor` (``distributed.Client(...).get_executor()``
+    for Dask); None runs the shards one after another here. ``rubric`` and
+    ``axis_of`` travel to the tasks and must pickle too. A prompt id in two shards
+    is refused (it would be counted twice). An exception in a task is raised here
+    as the task raised it, for the first failing shard in order. No checkpoint: a
+    caller who wants one runs :func:`run_arm` with ``checkpoint=`` per shard.
+    """
+    seen: set[Hashable] = set()
+    for shard in shards:
+        repeated = seen.intersection(shard)
+        if repeated:
+            raise InvalidInputError(
+                f"{len(repeated)} prompt ids are in more than one shard; shards must not overlap"
+            )
+        seen.update(shard)
+    if executor is None:
+        results = [_run_shard(shard, make_generator, rubric, axis_of) for shard in shards]
+    else:
+        futures = [
+            executor.submit(_run_shard, shard, make_generator, rubric, axis_of) for shard in shards
+        ]
+        try:
+            results = [future.result() for future in futures]
+        finally:
+            for future in futures:
+                future.cancel()
+    total = ArmTally()
+    for tally in results:
+        total = total + tally
+    return total
 
 
 @final

@@ -31,6 +31,8 @@ import regex
 from probewise.errors import DamageKind, InvalidInputError
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from probewise.throughput.traces import ProgressCallback
 
 __all__ = [
@@ -638,22 +640,34 @@ class KernelTable:
         *,
         salvage: bool = False,
         progress: ProgressCallback | None = None,
+        workers: int | None = None,
         allow_mixed_jobs: bool = False,
+        executor: Executor | None = None,
     ) -> KernelTable:
         """Read a Kineto / legacy Chrome trace (``.json`` or gzip, by content).
 
         A directory or a sequence of paths is read as the ranks of one job and the
         merged table is returned (see :func:`probewise.throughput.traces.read_chrome_traces`
-        for the per-rank tables). Raises :class:`~probewise.TraceFormatError` on damaged
-        input unless ``salvage`` is true, in which case the table holds every complete
-        event before the damage and ``sources[i].damage`` says what was lost. Files
-        of different jobs raise :class:`~probewise.MixedJobsError` unless
-        ``allow_mixed_jobs`` is true (then :meth:`jobs` tells them apart).
+        for the per-rank tables; it takes the same keyword options). Raises
+        :class:`~probewise.TraceFormatError` on damaged input unless ``salvage`` is
+        true, in which case the table holds every complete event before the damage and
+        ``sources[i].damage`` says what was lost. Files of different jobs raise
+        :class:`~probewise.MixedJobsError` unless ``allow_mixed_jobs`` is true (then
+        :meth:`jobs` tells them apart). ``workers`` is the number of processes that
+        split one large plain trace. ``executor`` (any
+        :class:`concurrent.futures.Executor`, e.g.
+        ``distributed.Client(...).get_executor()``) reads each file as one task there
+        and merges the tables here: the same table as the local read.
         """
         from probewise.throughput.traces import read_chrome_traces
 
         return read_chrome_traces(
-            path, salvage=salvage, progress=progress, allow_mixed_jobs=allow_mixed_jobs
+            path,
+            salvage=salvage,
+            progress=progress,
+            workers=workers,
+            allow_mixed_jobs=allow_mixed_jobs,
+            executor=executor,
         ).merged
 
     @classmethod

@@ -52,6 +52,7 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future
 from os import PathLike
 from pathlib import Path
 from typing import Final, NoReturn, cast, final
@@ -1371,6 +1372,7 @@ def read_chrome_traces(
     progress: ProgressCallback | None = None,
     workers: int | None = None,
     allow_mixed_jobs: bool = False,
+    executor: Executor | None = None,
 ) -> ChromeTraceSet:
     """Read one trace, a directory of rank traces, or several files, as ranks of one job.
 
@@ -1378,6 +1380,19 @@ def read_chrome_traces(
     trace (gzip magic, or ``{`` / ``[`` after whitespace); other files (a README)
     are skipped. Files are sorted by ``distributedInfo.rank``. ``salvage``,
     ``progress`` and ``workers`` are as for :func:`read_chrome_trace`.
+
+    ``executor`` (any :class:`concurrent.futures.Executor`: a process pool, or
+    ``distributed.Client(...).get_executor()`` for a Dask cluster) reads each file as
+    one task there; the per-file tables come back and are sorted and merged here
+    exactly as in a local read, so the result is equal (``==``) to it. The paths
+    must name the same files on every worker (a shared filesystem); directories are
+    listed here. With an executor, ``workers=None`` means one process per file (the
+    executor's own tasks are the parallelism), and ``progress`` is called here as each
+    file's table arrives, ``progress(0, size)`` then ``progress(size, size)``. A worker's
+    exception is raised here as it was raised there (the same typed error as a local
+    read, for the first failing file in the order given); a task the executor itself
+    loses (a worker that died, a cancelled future, a result that could not travel)
+    is a :class:`~probewise.TraceFormatError` naming the file.
 
     Files that cannot be ranks of one job (their ``distributedInfo.world_size``
     values differ, or two claim the same rank) raise
@@ -1392,9 +1407,11 @@ def read_chrome_traces(
             os.fspath(paths) if isinstance(paths, str | PathLike) else ", ".join(map(str, paths))
         )
         raise TraceFormatError("no trace files found", path=shown)
-    tables = [
-        read_chrome_trace(f, salvage=salvage, progress=progress, workers=workers) for f in files
-    ]
+    tables = (
+        [read_chrome_trace(f, salvage=salvage, progress=progress, workers=workers) for f in files]
+        if executor is None
+        else _read_on(executor, files, salvage=salvage, progress=progress, workers=workers)
+    )
     tables.sort(key=_rank_key)
     if not allow_mixed_jobs:
         _refuse_mixed_jobs([table.sources[0] for table in tables])
@@ -1404,6 +1421,76 @@ def read_chrome_traces(
     if len(tables) == 1:
         merged = tables[0]
     return ChromeTraceSet(per_rank=tuple(tables), merged=merged)
+
+
+@final
+@attrs.frozen
+class _Raised:
+    """What a task's own read raised, returned as a value so that it is told apart from
+    a failure of the executor (which ``Future.result()`` raises)."""
+
+    error: Exception
+
+
+def _read_task(path: str, salvage: bool, workers: int) -> KernelTable | _Raised:
+    """One file's table, read where the executor runs it (top level: it must pickle)."""
+    try:
+        return read_chrome_trace(path, salvage=salvage, workers=workers)
+    except Exception as error:  # re-raised by _read_on, on the caller's side
+        return _Raised(error)
+
+
+def _read_on(
+    executor: Executor,
+    files: Sequence[str],
+    *,
+    salvage: bool,
+    progress: ProgressCallback | None,
+    workers: int | None,
+) -> list[KernelTable]:
+    """Every file's table read through ``executor``, in the order of ``files``."""
+    if not isinstance(executor, Executor):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise InvalidInputError(
+            f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
+        )
+    count = 1 if workers is None else _worker_count(workers)
+    futures: list[Future[KernelTable | _Raised]] = []
+    try:
+        for path in files:
+            try:
+                futures.append(executor.submit(_read_task, path, salvage, count))
+            except Exception as error:
+                raise _executor_error("refused", path, error) from error
+        tables: list[KernelTable] = []
+        for path, future in zip(files, futures, strict=True):
+            try:
+                result = future.result()
+            except Exception as error:
+                raise _executor_error("lost", path, error) from error
+            if isinstance(result, _Raised):
+                raise result.error
+            tables.append(result)
+            if progress is not None:
+                size = _size(path)
+                progress(0, size)
+                progress(size, size)
+        return tables
+    finally:
+        for future in futures:
+            future.cancel()
+
+
+def _executor_error(what: str, path: str, error: BaseException) -> TraceFormatError:
+    return TraceFormatError(
+        f"the executor {what} the read: {type(error).__name__}: {_first_line(error)}", path=path
+    )
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _refuse_mixed_jobs(sources: Sequence[TraceSource]) -> None:
