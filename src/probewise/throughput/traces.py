@@ -52,9 +52,10 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import compress, repeat
 from os import PathLike
 from pathlib import Path
-from typing import Final, NoReturn, cast, final
+from typing import Annotated, Final, NoReturn, cast, final
 
 import attrs
 import msgspec
@@ -108,8 +109,12 @@ _WS: Final = b" \t\r\n"
 # ----------------------------------------------------------------- event decoding
 
 
-class _Event(msgspec.Struct):
-    """The fields of one trace event a kernel table needs; everything else is skipped."""
+class _Event(msgspec.Struct, gc=False):
+    """The fields of one trace event a kernel table needs; everything else is skipped.
+
+    ``gc=False``: the cyclic garbage collector does not track the millions of these a
+    large trace makes (they hold no references that could form a cycle).
+    """
 
     ph: str | None = None
     cat: str | None = None
@@ -123,14 +128,27 @@ class _Args(msgspec.Struct):
     correlation: int | None = None
 
 
+_Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+
+
+class _Args64(msgspec.Struct):
+    """``args`` where the correlation must be a 64-bit int (or absent/null)."""
+
+    correlation: _Int64 | None = None
+
+
 _DECODE_EVENTS: Final = msgspec.json.Decoder(list[_Event])
 _DECODE_ARGS: Final = msgspec.json.Decoder(_Args)
+_DECODE_ARGS_LIST: Final = msgspec.json.Decoder(list[_Args64])
 _DECODE_ANY: Final = msgspec.json.Decoder()
 _ERROR_BYTE: Final = regex.compile(r"\(byte (\d+)\)")
 _CUT: Final = regex.compile(rb"\}[ \t\r\n]*+,[ \t\r\n]*+(?=\{)")
 _CORRELATION: Final = re.compile(rb'"correlation"[ \t\r\n]*+:[ \t\r\n]*+(-?[0-9]{1,19})(?![0-9])')
 _STEP_RAW: Final = re.compile(rb'"ProfilerStep#([0-9]{1,18})"')  # longer: not a step number
 _CAT: Final = operator.attrgetter("cat")
+_PH: Final = operator.attrgetter("ph")
+_PH_CAT: Final = operator.attrgetter("ph", "cat")
+_CORRELATION_OF: Final = operator.attrgetter("correlation")
 _NAME: Final = operator.attrgetter("name")
 _DUR: Final = operator.attrgetter("dur")
 _TS: Final = operator.attrgetter("ts")
@@ -197,6 +215,8 @@ class _Source:
         self._pending = b""  # compressed input not yet inflated
         self._member_started = False
         self._partial_parts: list[bytes] = []
+        self._scratch = bytearray(_BLOCK)
+        self._view = memoryview(self._scratch)
         self.buf = b""
         self.base = 0  # absolute offset of buf[0] in the decompressed stream
         self.eof = False
@@ -204,13 +224,14 @@ class _Source:
     def close(self) -> None:
         self._file.close()
 
-    def _read_block(self) -> bytes:
+    def _read_block(self) -> bytes | memoryview:
         if self._inflate is None:
-            block = self._file.read(_BLOCK)
+            # Into one reused buffer: more() copies it once, into the sliding buffer.
+            n = self._file.readinto(self._scratch)
             self._report()
-            if not block:
+            if not n:
                 self.eof = True
-            return block
+            return self._view[:n]
         out: list[bytes] = []
         self._partial_parts = out
         produced = 0
@@ -264,7 +285,7 @@ class _Source:
             block = self._partial
         if not block:
             return self.more()  # False once at EOF
-        self.buf += block
+        self.buf = b"".join((self.buf, block)) if self.buf else bytes(block)
         return True
 
     @property
@@ -350,12 +371,17 @@ class _Totals:
 
     def add(self, events: list[_Event], doc: bytes) -> None:
         self.events += len(events)
-        cats = Counter(map(_CAT, events))
+        # One C-level pass counts (ph, cat); the per-category counts follow from it.
+        cats: Counter[str | None] = Counter()
+        for (ph, cat), n in Counter(map(_PH_CAT, events)).items():
+            cats[cat] += n
+            if ph != "X":
+                self.not_span_counts[cat] += n
         self.cat_counts.update(cats)
-        self.not_span_counts.update([e.cat for e in events if e.ph != "X"])
-        if b'"ProfilerStep#' in doc:
+        step_names = _step_names(doc)  # one scan of the run's bytes
+        if step_names:
             names = list(map(_NAME, events))
-            for target in _step_names(doc):
+            for target in step_names:
                 raw = msgspec.Raw(target)
                 at = -1
                 while True:
@@ -365,17 +391,28 @@ class _Totals:
                         break
                     self._step(events[at])
         lane_cats = {cat for cat in cats if _category(cat) <= _K_SYNC}
-        if lane_cats:
-            self._lane([e for e in events if e.cat in lane_cats])
         runtime_cats = {cat for cat in cats if _category(cat) == _K_RUNTIME}
+        if runtime_cats and not (self.steps or self.always_launches):
+            self.skipped_launches += sum(cats[cat] for cat in runtime_cats)
+            runtime_cats = set[str | None]()
+        # The few events that need more than counting, picked in C (no Python loop).
+        wanted = lane_cats | runtime_cats
+        if not wanted:
+            return
+        picked = _select(events, wanted) if len(wanted) < len(cats) else events
+        if lane_cats:
+            self._lane(_select(picked, lane_cats) if runtime_cats else picked)
         if not runtime_cats:
             return
-        if not (self.steps or self.always_launches):
-            self.skipped_launches += sum(cats[cat] for cat in runtime_cats)
+        launches = _select(picked, runtime_cats) if lane_cats else picked
+        corrs = _correlations(launches)
+        times = list(map(_TS, launches))
+        if None not in corrs and None not in times:
+            self.launch_corr.extend(cast("list[int]", corrs))
+            self.launch_ts.extend(cast("list[float]", times))
             return
-        launches = [e for e in events if e.cat in runtime_cats and e.ts is not None]
-        for corr, ts in zip(_correlations(launches), map(_TS, launches), strict=True):
-            if corr is not None:
+        for corr, ts in zip(corrs, times, strict=True):
+            if corr is not None and ts is not None:
                 self.launch_corr.append(corr)
                 self.launch_ts.append(ts)
 
@@ -416,9 +453,12 @@ class _Totals:
     def _lane(self, events: list[_Event]) -> None:
         keep = bool(self.steps) or self.always_launches
         by_code: dict[int, list[_Event]] = {}
-        for cat in {e.cat for e in events}:
+        cats = set(map(_CAT, events))
+        spans = list(compress(events, map(operator.eq, map(_PH, events), repeat("X"))))
+        for cat in cats:
             code = _category(cat)
-            by_code.setdefault(code, []).extend(e for e in events if e.cat == cat and e.ph == "X")
+            mine = spans if len(cats) == 1 else _select(spans, {cat})
+            by_code.setdefault(code, []).extend(mine)
         for code, all_spans in by_code.items():
             spans = all_spans
             ns_list = _durations_ns(spans)
@@ -436,10 +476,17 @@ class _Totals:
             names = list(map(bytes, map(_NAME, spans)))
             self.device_keys.extend(
                 # crc32 and int/float hashes do not depend on PYTHONHASHSEED, so the keys
-                # of worker processes and of this one agree.
-                hash((code, zlib.crc32(name), zlib.crc32(args), ts, ns))
-                for name, args, ts, ns in zip(
-                    names, map(bytes, map(_ARGS, spans)), map(_TS, spans), ns_list, strict=True
+                # of worker processes and of this one agree. All in C: map over zip.
+                map(
+                    hash,
+                    zip(
+                        repeat(code),
+                        map(zlib.crc32, names),
+                        map(zlib.crc32, map(_ARGS, spans)),
+                        map(_TS, spans),
+                        ns_list,
+                        strict=False,  # repeat() never ends; the rest have one length
+                    ),
                 )
             )
             for name, ns in zip(names, ns_list, strict=True):
@@ -452,7 +499,13 @@ class _Totals:
             if not keep:
                 self.skipped_launches += len(spans)
                 continue
-            for corr, ns in zip(_correlations(spans), ns_list, strict=True):
+            corrs = _correlations(spans)
+            if None not in corrs:
+                self.device_corr.extend(cast("list[int]", corrs))
+                self.device_code.extend(array("b", [code]) * len(corrs))
+                self.device_ns.extend(ns_list)
+                continue
+            for corr, ns in zip(corrs, ns_list, strict=True):
                 if corr is not None:
                     self.device_corr.append(corr)
                     self.device_code.append(code)
@@ -595,8 +648,20 @@ def _step_names(doc: bytes) -> set[bytes]:
     return found
 
 
+def _select(events: list[_Event], cats: set[str | None]) -> list[_Event]:
+    """The events whose ``cat`` is in ``cats``, in order (one C-level pass)."""
+    return list(compress(events, map(cats.__contains__, map(_CAT, events))))
+
+
 def _correlations(events: list[_Event]) -> list[int | None]:
     """``args.correlation`` of each event (None where it has none, or not a 64-bit int)."""
+    if not events:
+        return []
+    try:  # every args at once, as one JSON array (an int64 range check included)
+        joined = b"".join((b"[", b",".join(map(_ARGS, events)), b"]"))
+        return list(map(_CORRELATION_OF, _DECODE_ARGS_LIST.decode(joined)))
+    except msgspec.DecodeError:  # also ValidationError: odd args somewhere; as before
+        pass
     try:
         found = [a.correlation for a in map(_DECODE_ARGS.decode, map(_ARGS, events))]
     except msgspec.DecodeError:  # also ValidationError: odd args somewhere; one by one
@@ -1052,8 +1117,10 @@ class _Parser:
     def _try(self, start: int, end: int, *, final: bool = False) -> object:
         """Decode buf[start:end] as events; returns _OK, _CLOSED or _WRONG_CUT (or fails)."""
         src = self.src
-        body = src.buf[start:end]
-        doc = b"[" + body if final else b"[" + body + b"]"
+        # One copy of the run (a join of a view), not a slice and two concatenations.
+        body = memoryview(src.buf)[start:end]
+        doc = b"".join((b"[", body) if final else (b"[", body, b"]"))
+        body.release()
         try:
             events = self._decode(doc, start)
         except RecursionError:
