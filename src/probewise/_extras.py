@@ -29,17 +29,20 @@ class Extra(enum.Enum):
 
     TORCH = "torch"
     PLOT = "plot"
+    ZSTD = "zstd"
 
 
 _PROVIDES: Final[dict[Extra, tuple[str, ...]]] = {
     # tokenizers comes with transformers (the demo's tiny models import it directly).
     Extra.TORCH: ("torch", "transformers", "tokenizers"),
     Extra.PLOT: ("matplotlib",),
+    Extra.ZSTD: ("zstandard",),
 }
 
 _NEEDS: Final[dict[Extra, str]] = {
     Extra.TORCH: "torch and transformers",
     Extra.PLOT: "matplotlib",
+    Extra.ZSTD: "zstandard",
 }
 
 
