@@ -30,7 +30,9 @@ gzip contenders (on ``TRACE.gz`` when it exists, or ``--gz PATH``):
 ``zcat``          ``zcat TRACE.gz > /dev/null``
 ``inflate``       a Python ``zlib`` inflate of the whole stream in 1 MiB reads, output dropped
 ``inflate-isal``  the same with ``isal.isal_zlib`` (only when python-isal is installed)
-``probewise-gz``  ``read_chrome_trace(TRACE.gz, workers=1)``
+``probewise-gz``  ``read_chrome_trace(TRACE.gz, workers=1)`` (python-isal or zlib-ng when
+                  installed)
+``probewise-gz-zlib``  the same with the standard library's zlib, whatever is installed
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from typing import Any
 import msgspec
 
 PLAIN = ("read", "json", "msgspec", "probewise", "probewise-2w")
-GZIP = ("zcat", "inflate", "inflate-isal", "probewise-gz")
+GZIP = ("zcat", "inflate", "inflate-isal", "probewise-gz", "probewise-gz-zlib")
 
 
 class _Event(msgspec.Struct):
@@ -83,8 +85,18 @@ def _work(kind: str, path: str) -> dict[str, Any]:
             data = handle.read()
         doc = msgspec.json.decode(data, type=_Doc)
         return {"events": len(doc.traceEvents)}
-    if kind in ("probewise", "probewise-2w", "probewise-gz"):
+    if kind in ("probewise", "probewise-2w", "probewise-gz", "probewise-gz-zlib"):
+        import functools
+        import zlib
+
+        from probewise.throughput import traces
         from probewise.throughput.traces import read_chrome_trace
+
+        if kind == "probewise-gz-zlib":
+            traces._fast_inflate = lambda: (  # pyright: ignore[reportPrivateUsage]
+                functools.partial(zlib.decompressobj, wbits=31),
+                (zlib.error,),
+            )
 
         table = read_chrome_trace(path, workers=2 if kind == "probewise-2w" else 1)
         return {"events": table.sources[0].events, "device_us": table.device_us}
