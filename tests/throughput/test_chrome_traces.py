@@ -819,3 +819,21 @@ def test_zstd_without_zstandard_is_a_missing_extra(
         read_chrome_trace(path)
     assert caught.value.extra == "zstd"
     assert "pip install 'probewise[zstd]'" in str(caught.value)
+
+
+@given(load=st.floats(min_value=0.0, max_value=64.0), cpus=st.integers(min_value=1, max_value=64))
+def test_default_workers_follow_idle_cores(load: float, cpus: int) -> None:
+    from unittest import mock
+
+    from probewise.throughput import traces as reader
+
+    with (
+        mock.patch.object(os, "getloadavg", return_value=(load, load, load)),
+        mock.patch.object(os, "sched_getaffinity", return_value=set(range(cpus)), create=True),
+    ):
+        count = reader._worker_count(None)  # pyright: ignore[reportPrivateUsage]
+    assert 1 <= count <= min(4, cpus)
+    if load == 0.0:  # an idle machine: every core, up to 4
+        assert count == min(4, cpus)
+    if load >= cpus - 1:  # no core beyond the reader's own is idle: one process
+        assert count == 1
