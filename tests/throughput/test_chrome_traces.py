@@ -837,3 +837,19 @@ def test_default_workers_follow_idle_cores(load: float, cpus: int) -> None:
         assert count == min(4, cpus)
     if load >= cpus - 1:  # no core beyond the reader's own is idle: one process
         assert count == 1
+
+
+@pytest.mark.fixtures
+def test_cli_reads_a_zstd_trace_as_a_trace(
+    traces: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    zstandard = pytest.importorskip("zstandard")
+    from probewise.cli import main
+
+    squeezed = zstandard.ZstdCompressor().compress(sample(traces))
+    path = write(tmp_path, squeezed, "t.json.zst")
+    assert main(["kernels", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    plain = read_chrome_trace(traces / "nccl_data.json.gz")
+    assert document["kernel_us"] == plain.kernel_us
+    assert document["memcpy_us"] == plain.memcpy_us
