@@ -308,7 +308,7 @@ def _is_printed_table(path: str) -> bool:
             head = handle.read(256)
     except OSError:
         return False  # let the trace reader report it
-    if head.startswith(b"\x1f\x8b"):
+    if head.startswith((b"\x1f\x8b", b"\x28\xb5\x2f\xfd")):  # gzip, zstd: a trace
         return False
     stripped = head.lstrip(b"\xef\xbb\xbf").lstrip()
     return bool(stripped) and stripped[:1] not in (b"{", b"[")

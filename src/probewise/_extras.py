@@ -32,6 +32,7 @@ class Extra(enum.Enum):
     TORCH = "torch"
     PLOT = "plot"
     DASK = "dask"
+    ZSTD = "zstd"
 
 
 _PROVIDES: Final[dict[Extra, tuple[str, ...]]] = {
@@ -40,12 +41,14 @@ _PROVIDES: Final[dict[Extra, tuple[str, ...]]] = {
     Extra.PLOT: ("matplotlib",),
     # distributed needs dask itself; either missing means the extra is not installed.
     Extra.DASK: ("distributed", "dask"),
+    Extra.ZSTD: ("zstandard",),
 }
 
 _NEEDS: Final[dict[Extra, str]] = {
     Extra.TORCH: "torch and transformers",
     Extra.PLOT: "matplotlib",
     Extra.DASK: "distributed (Dask)",
+    Extra.ZSTD: "zstandard",
 }
 
 

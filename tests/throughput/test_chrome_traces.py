@@ -717,3 +717,139 @@ def test_huge_or_odd_numbers_in_steps_and_correlations_are_not_fatal(
     table = read_chrome_trace(write(tmp_path, text.encode()))
     assert table.kernel_us == 2
     assert [s.step for s in table.steps] == [1]
+
+
+# ------------------------------------------- compressed input: inflate thread, zstd
+
+
+def same_reading(a: KernelTable, b: KernelTable) -> None:
+    assert a.rows == b.rows
+    assert a.excluded == b.excluded
+    assert a.steps == b.steps
+    assert a.naive_device_us == b.naive_device_us
+    assert a.sources[0].events == b.sources[0].events
+
+
+def inflate_threads() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name == "probewise-inflate"]
+
+
+@pytest.mark.fixtures
+@pytest.mark.parametrize("fast", [True, False], ids=["fastest-installed", "stdlib-zlib"])
+def test_gzip_reads_as_plain_and_damage_is_the_same_with_any_inflater(
+    traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> None:
+    import functools
+    import zlib
+
+    from probewise.throughput import traces as reader
+
+    if not fast:  # python-isal or zlib-ng may be installed: check stdlib zlib too
+        monkeypatch.setattr(
+            reader,
+            "_fast_inflate",
+            lambda: (functools.partial(zlib.decompressobj, wbits=31), (zlib.error,)),
+        )
+    good = sample(traces)
+    plain = read_chrome_trace(write(tmp_path, good))
+    same_reading(read_chrome_trace(write(tmp_path, gzip.compress(good), "t.json.gz")), plain)
+    # two members, then zero padding: still one stream
+    half = len(good) // 2
+    members = gzip.compress(good[:half]) + gzip.compress(good[half:]) + b"\0" * 64
+    same_reading(read_chrome_trace(write(tmp_path, members, "m.json.gz")), plain)
+    cut, _ = damaged("truncated_gzip", good)
+    path = write(tmp_path, cut, "cut.json.gz")
+    with pytest.raises(TraceFormatError) as caught:
+        read_chrome_trace(path)
+    assert caught.value.kind is DamageKind.TRUNCATED_GZIP
+    salvaged = read_chrome_trace(path, salvage=True)
+    damage = salvaged.sources[0].damage
+    assert damage is not None
+    assert damage.kind is DamageKind.TRUNCATED_GZIP
+    assert damage.offset == caught.value.offset
+    assert 0 < salvaged.sources[0].events < plain.sources[0].events
+    assert not inflate_threads()  # the background thread ended with each read
+
+
+@pytest.mark.fixtures
+def test_gzip_progress_reaches_the_file_size(traces: Path, tmp_path: Path) -> None:
+    path = write(tmp_path, gzip.compress(sample(traces)), "t.json.gz")
+    seen: list[tuple[int, int]] = []
+    read_chrome_trace(path, progress=lambda done, total: seen.append((done, total)))
+    size = path.stat().st_size
+    assert seen
+    assert seen[-1] == (size, size)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+
+
+@pytest.mark.fixtures
+def test_zstd_trace_reads_as_plain(traces: Path, tmp_path: Path) -> None:
+    zstandard = pytest.importorskip("zstandard")
+    good = sample(traces)
+    plain = read_chrome_trace(write(tmp_path, good))
+    squeezed = zstandard.ZstdCompressor().compress(good)
+    path = write(tmp_path, squeezed, "t.json.zst")
+    same_reading(read_chrome_trace(path), plain)
+    # a directory picks the .zst file up as a trace
+    (tmp_path / "ranks").mkdir()
+    shutil.copy(path, tmp_path / "ranks" / "rank0.json.zst")
+    same_reading(read_chrome_traces(tmp_path / "ranks").merged, plain)
+    # cut short: damage, and salvage keeps what came before
+    cut = write(tmp_path, squeezed[: len(squeezed) // 2], "cut.json.zst")
+    with pytest.raises(TraceFormatError) as caught:
+        read_chrome_trace(cut)
+    assert caught.value.offset is not None
+    assert caught.value.offset > 0
+    kept = read_chrome_trace(cut, salvage=True).sources[0]
+    assert kept.damage is not None
+    assert 0 < kept.events < plain.sources[0].events
+    assert not inflate_threads()
+
+
+def test_zstd_without_zstandard_is_a_missing_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from probewise.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # import fails: ModuleNotFoundError
+    path = write(tmp_path, b"\x28\xb5\x2f\xfd" + b"\0" * 16, "t.json.zst")
+    with pytest.raises(MissingExtraError) as caught:
+        read_chrome_trace(path)
+    assert caught.value.extra == "zstd"
+    assert "pip install 'probewise[zstd]'" in str(caught.value)
+
+
+@given(load=st.floats(min_value=0.0, max_value=64.0), cpus=st.integers(min_value=1, max_value=64))
+def test_default_workers_follow_idle_cores(load: float, cpus: int) -> None:
+    from unittest import mock
+
+    from probewise.throughput import traces as reader
+
+    with (
+        mock.patch.object(os, "getloadavg", return_value=(load, load, load)),
+        mock.patch.object(os, "sched_getaffinity", return_value=set(range(cpus)), create=True),
+    ):
+        count = reader._worker_count(None)  # pyright: ignore[reportPrivateUsage]
+    assert 1 <= count <= min(4, cpus)
+    if load == 0.0:  # an idle machine: every core, up to 4
+        assert count == min(4, cpus)
+    if load >= cpus - 1:  # no core beyond the reader's own is idle: one process
+        assert count == 1
+
+
+@pytest.mark.fixtures
+def test_cli_reads_a_zstd_trace_as_a_trace(
+    traces: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    zstandard = pytest.importorskip("zstandard")
+    from probewise.cli import main
+
+    squeezed = zstandard.ZstdCompressor().compress(sample(traces))
+    path = write(tmp_path, squeezed, "t.json.zst")
+    assert main(["kernels", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    plain = read_chrome_trace(traces / "nccl_data.json.gz")
+    assert document["kernel_us"] == plain.kernel_us
+    assert document["memcpy_us"] == plain.memcpy_us

@@ -6,8 +6,16 @@ Chrome traces (:func:`read_chrome_trace`, :func:`read_chrome_traces`)
     JSON but only builds the handful of fields a kernel table needs), so peak memory
     does not grow with the size of the trace. The one exception is the per-step
     breakdown, which keeps 24 bytes per host launch and per device event until the
-    end (a few MB for a 500 MB trace). gzip is detected from the content (the magic
-    bytes), never from the file name.
+    end (a few MB for a 500 MB trace). gzip and zstd are detected from the content
+    (the magic bytes), never from the file name; either is inflated on a background
+    thread (gzip with python-isal or zlib-ng when one is installed, else zlib; zstd
+    needs the ``zstd`` extra, ``zstandard``), so the parse does not wait for it.
+
+    Per run of events, the work outside the decode is a few C-level passes
+    (``Counter`` over ``(ph, cat)``, ``itertools.compress`` to pick the device-lane
+    events and launches, one joined decode of their ``args``); only device events and
+    launches reach Python code, and the event structs are not tracked by the cyclic
+    garbage collector.
 
     Categories (``cat``) and what they count as:
 
@@ -42,26 +50,39 @@ Damage
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib
 import json
 import operator
 import os
 import pickle
+import queue
 import re
 import stat
+import threading
 import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
+from itertools import compress, repeat
 from os import PathLike
 from pathlib import Path
-from typing import Final, NoReturn, cast, final
+from typing import Annotated, BinaryIO, Final, NoReturn, Protocol, cast, final
 
 import attrs
 import msgspec
 import regex
 
-from probewise.errors import DamageKind, InvalidInputError, MixedJobsError, TraceFormatError
+from probewise._extras import Extra, requires
+from probewise.errors import (
+    DamageKind,
+    InvalidInputError,
+    MissingExtraError,
+    MixedJobsError,
+    TraceFormatError,
+)
 from probewise.throughput._profiler_table import (
     LabelledRow,
     ProfilerTableReading,
@@ -98,19 +119,26 @@ ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(bytes_read, total_bytes)`` (bytes of the file on disk)."""
 
 _BLOCK: Final = 4 << 20  # bytes decompressed / read per block
-_RUN: Final = 4 << 20  # target size of one run of events decoded at once
+# Target size of one run of events decoded at once: 1 MiB keeps a run's event structs
+# in cache for the passes over them (measured faster than 4 MiB and than 256 KiB).
+_RUN: Final = 1 << 20
 _MAX_VALUE: Final = 256 << 20  # largest non-event top-level value held in memory
 _MAX_WORLD_SIZE: Final = 1 << 20  # larger distributedInfo ranks/world sizes are ignored
 _PARALLEL_MIN_BYTES: Final = 64 << 20  # plain files at least this big are split among workers
 _GZIP_MAGIC: Final = b"\x1f\x8b"
+_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 _WS: Final = b" \t\r\n"
 
 
 # ----------------------------------------------------------------- event decoding
 
 
-class _Event(msgspec.Struct):
-    """The fields of one trace event a kernel table needs; everything else is skipped."""
+class _Event(msgspec.Struct, gc=False):
+    """The fields of one trace event a kernel table needs; everything else is skipped.
+
+    ``gc=False``: the cyclic garbage collector does not track the millions of these a
+    large trace makes (they hold no references that could form a cycle).
+    """
 
     ph: str | None = None
     cat: str | None = None
@@ -124,14 +152,27 @@ class _Args(msgspec.Struct):
     correlation: int | None = None
 
 
+_Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+
+
+class _Args64(msgspec.Struct):
+    """``args`` where the correlation must be a 64-bit int (or absent/null)."""
+
+    correlation: _Int64 | None = None
+
+
 _DECODE_EVENTS: Final = msgspec.json.Decoder(list[_Event])
 _DECODE_ARGS: Final = msgspec.json.Decoder(_Args)
+_DECODE_ARGS_LIST: Final = msgspec.json.Decoder(list[_Args64])
 _DECODE_ANY: Final = msgspec.json.Decoder()
 _ERROR_BYTE: Final = regex.compile(r"\(byte (\d+)\)")
 _CUT: Final = regex.compile(rb"\}[ \t\r\n]*+,[ \t\r\n]*+(?=\{)")
 _CORRELATION: Final = re.compile(rb'"correlation"[ \t\r\n]*+:[ \t\r\n]*+(-?[0-9]{1,19})(?![0-9])')
 _STEP_RAW: Final = re.compile(rb'"ProfilerStep#([0-9]{1,18})"')  # longer: not a step number
 _CAT: Final = operator.attrgetter("cat")
+_PH: Final = operator.attrgetter("ph")
+_PH_CAT: Final = operator.attrgetter("ph", "cat")
+_CORRELATION_OF: Final = operator.attrgetter("correlation")
 _NAME: Final = operator.attrgetter("name")
 _DUR: Final = operator.attrgetter("dur")
 _TS: Final = operator.attrgetter("ts")
@@ -181,7 +222,11 @@ def _category(cat: str | None) -> int:
 
 
 class _Source:
-    """Decompressed bytes of one file, block by block, with a sliding buffer."""
+    """Decompressed bytes of one file, block by block, with a sliding buffer.
+
+    A compressed file (gzip, or zstd where ``zstandard`` is installed) is inflated on
+    a background thread (:class:`_Inflater`), a block or two ahead of the parser.
+    """
 
     def __init__(self, path: str, progress: ProgressCallback | None, *, salvage: bool) -> None:
         self.path = path
@@ -191,69 +236,52 @@ class _Source:
         self._file = open(path, "rb")  # noqa: SIM115 (closed by close())
         self._total = os.fstat(self._file.fileno()).st_size
         self._progress = progress
-        head = self._file.read(2)
+        head = self._file.read(4)
         self._file.seek(0)
-        self._gzip = head == _GZIP_MAGIC
-        self._inflate = zlib.decompressobj(wbits=31) if self._gzip else None
-        self._pending = b""  # compressed input not yet inflated
-        self._member_started = False
-        self._partial_parts: list[bytes] = []
+        self._inflater: _Inflater | None = None
+        if head.startswith(_GZIP_MAGIC):
+            self._inflater = _Inflater(self._file, zstd=False)
+        elif head == _ZSTD_MAGIC:
+            try:
+                with requires(Extra.ZSTD, "reading a zstd-compressed trace"):
+                    import zstandard  # noqa: F401  # pyright: ignore[reportUnusedImport]
+            except MissingExtraError:
+                self._file.close()
+                raise
+            self._inflater = _Inflater(self._file, zstd=True)
+        self._scratch = bytearray(_BLOCK)
+        self._view = memoryview(self._scratch)
         self.buf = b""
         self.base = 0  # absolute offset of buf[0] in the decompressed stream
         self.eof = False
 
     def close(self) -> None:
+        if self._inflater is not None:
+            self._inflater.close()
         self._file.close()
 
-    def _read_block(self) -> bytes:
-        if self._inflate is None:
-            block = self._file.read(_BLOCK)
-            self._report()
-            if not block:
+    def _read_block(self) -> bytes | memoryview:
+        if self._inflater is None:
+            # Into one reused buffer: more() copies it once, into the sliding buffer.
+            n = self._file.readinto(self._scratch)
+            self._report(self._file.tell())
+            if not n:
                 self.eof = True
-            return block
-        out: list[bytes] = []
-        self._partial_parts = out
-        produced = 0
-        while produced < _BLOCK:
-            if not self._pending:
-                self._pending = self._file.read(_BLOCK // 4)
-                self._report()
-                if not self._pending:
-                    if self._member_started:
-                        self._fail(
-                            DamageKind.TRUNCATED_GZIP,
-                            "the gzip stream ends before its end marker (the file was cut short)",
-                            self.base + len(self.buf) + produced,
-                        )
-                    self.eof = True
-                    break
-            try:
-                chunk = self._inflate.decompress(self._pending, _BLOCK - produced)
-            except zlib.error as error:
-                self._fail(
-                    DamageKind.TRUNCATED_GZIP,
-                    f"the gzip stream is corrupt ({error})",
-                    self.base + len(self.buf) + produced,
-                )
-            out.append(chunk)
-            produced += len(chunk)
-            self._member_started = True
-            if self._inflate.eof:  # a member ended; another may follow (or zero padding)
-                self._pending = self._inflate.unused_data.lstrip(b"\x00")
-                self._inflate = zlib.decompressobj(wbits=31)
-                self._member_started = False
-            else:
-                self._pending = self._inflate.unconsumed_tail
-        return b"".join(out)
+            return self._view[:n]
+        piece = self._inflater.get()
+        self._report(piece.position)
+        if piece.error is not None:
+            raise piece.error
+        if piece.last:
+            self.eof = True
+        if piece.failure is not None:
+            kind, message = piece.failure
+            self._fail(kind, message, self.base + len(self.buf) + len(piece.data), piece.data)
+        return piece.data
 
-    @property
-    def _partial(self) -> bytes:
-        return b"".join(self._partial_parts)
-
-    def _report(self) -> None:
+    def _report(self, position: int) -> None:
         if self._progress is not None:
-            self._progress(self._file.tell(), self._total)
+            self._progress(position, self._total)
 
     def more(self) -> bool:
         """Append one block to the buffer (dropping what was consumed); False at EOF."""
@@ -261,17 +289,17 @@ class _Source:
             return False
         try:
             block = self._read_block()
-        except _GzipBroken:
-            block = self._partial
+        except _GzipBroken as broken:
+            block = broken.partial
         if not block:
             return self.more()  # False once at EOF
-        self.buf += block
+        self.buf = b"".join((self.buf, block)) if self.buf else bytes(block)
         return True
 
     @property
     def seekable(self) -> bool:
         """Plain files can be read from any offset (gzip streams cannot)."""
-        return self._inflate is None
+        return self._inflater is None
 
     @property
     def size(self) -> int:
@@ -294,22 +322,191 @@ class _Source:
             self._file.seek(here)
 
     def compact(self, pos: int) -> int:
-        """Drop ``buf[:pos]``; returns the new index of what was at ``pos`` (0)."""
-        if pos:
+        """Drop ``buf[:pos]`` once that is worth a copy; returns the new index of ``pos``.
+
+        The consumed bytes go when they are all of the buffer or at least one block:
+        a run is smaller than a block, and copying the rest after every run would
+        copy each byte several times.
+        """
+        if pos and (pos >= _BLOCK or pos >= len(self.buf)):
             self.buf = self.buf[pos:]
             self.base += pos
-        return 0
+            return 0
+        return pos
 
-    def _fail(self, kind: DamageKind, message: str, offset: int) -> NoReturn:
+    def _fail(self, kind: DamageKind, message: str, offset: int, partial: bytes) -> NoReturn:
         if self.salvage:
             self.broken = (kind, message, offset)
             self.eof = True
-            raise _GzipBroken
+            raise _GzipBroken(partial)
         raise TraceFormatError(message, path=self.path, offset=offset, kind=kind)
 
 
 class _GzipBroken(Exception):
-    """Internal: the gzip stream broke while salvaging; what was inflated is kept."""
+    """Internal: the compressed stream broke while salvaging; what was inflated is kept."""
+
+    def __init__(self, partial: bytes) -> None:
+        super().__init__()
+        self.partial = partial
+
+
+@final
+@attrs.frozen
+class _Piece:
+    """One block from the inflating thread, as the parser's thread receives it."""
+
+    data: bytes
+    position: int  # bytes of the compressed file read so far (for progress)
+    last: bool = False  # nothing follows
+    failure: tuple[DamageKind, str] | None = None  # the stream broke after ``data``
+    error: BaseException | None = None  # reading the file failed (raised as is)
+
+
+def _fast_inflate() -> tuple[Callable[[], _Decompressor], tuple[type[BaseException], ...]]:
+    """The fastest installed zlib-compatible inflater, and the errors it raises.
+
+    python-isal (``isal.isal_zlib``) inflates about 2x faster than zlib; zlib-ng's
+    ``zlib_ng`` also beats it. Neither is a dependency: the inflate runs on its own
+    thread, so with a second core it is hidden behind the parse (measured in
+    docs/measurements.md), and either one is used when it is installed.
+    """
+    for name in ("isal.isal_zlib", "zlib_ng.zlib_ng"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        error = cast("type[BaseException]", module.error)
+        return functools.partial(
+            cast("Callable[..., _Decompressor]", module.decompressobj), wbits=31
+        ), (error, zlib.error)
+    return functools.partial(zlib.decompressobj, wbits=31), (zlib.error,)
+
+
+class _Decompressor(Protocol):
+    @property
+    def eof(self) -> bool: ...
+    @property
+    def unused_data(self) -> bytes: ...
+    @property
+    def unconsumed_tail(self) -> bytes: ...
+
+    def decompress(self, data: bytes, max_length: int = ..., /) -> bytes: ...
+
+
+@final
+class _Inflater:
+    """Inflates a gzip (or zstd) file on a background thread, one or two blocks ahead.
+
+    zlib, python-isal, zlib-ng and zstandard all release the GIL while they inflate,
+    so on a machine with a free core the inflate costs the parser no time. The
+    blocks (and where the stream broke) are exactly those the reader inflated on
+    its own thread before, so damage offsets and salvage are unchanged.
+    """
+
+    def __init__(self, file: BinaryIO, *, zstd: bool) -> None:
+        self._queue: queue.Queue[_Piece] = queue.Queue(maxsize=2)
+        self._stop = threading.Event()
+        blocks = _zstd_blocks(file) if zstd else _gzip_blocks(file)
+        self._thread = threading.Thread(
+            target=self._run, args=(blocks, file), name="probewise-inflate", daemon=True
+        )
+        self._thread.start()
+
+    def get(self) -> _Piece:
+        return self._queue.get()
+
+    def close(self) -> None:
+        """Stop the thread (the parser is done, or gave up) and wait for it."""
+        self._stop.set()
+        while self._thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                self._queue.get(timeout=0.05)
+        self._thread.join()
+
+    def _put(self, piece: _Piece) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(piece, timeout=0.05)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def _run(self, blocks: Iterator[_Piece], file: BinaryIO) -> None:
+        try:
+            for piece in blocks:
+                if not self._put(piece) or piece.last:
+                    return
+        except Exception as error:
+            self._put(_Piece(data=b"", position=0, last=True, error=error))
+
+
+def _gzip_blocks(file: BinaryIO) -> Iterator[_Piece]:
+    """Inflate gzip members (several may follow each other, or zero padding) in blocks."""
+    new, errors = _fast_inflate()
+    inflate = new()
+    pending = b""  # compressed input not yet inflated
+    started = False
+    while True:
+        out: list[bytes] = []
+        produced = 0
+        while produced < _BLOCK:
+            if not pending:
+                pending = file.read(_BLOCK // 4)
+                if not pending:
+                    failure = None
+                    if started:
+                        failure = (
+                            DamageKind.TRUNCATED_GZIP,
+                            "the gzip stream ends before its end marker (the file was cut short)",
+                        )
+                    yield _Piece(
+                        data=b"".join(out), position=file.tell(), last=True, failure=failure
+                    )
+                    return
+            try:
+                chunk = inflate.decompress(pending, _BLOCK - produced)
+            except errors as error:
+                yield _Piece(
+                    data=b"".join(out),
+                    position=file.tell(),
+                    last=True,
+                    failure=(DamageKind.TRUNCATED_GZIP, f"the gzip stream is corrupt ({error})"),
+                )
+                return
+            out.append(chunk)
+            produced += len(chunk)
+            started = True
+            if inflate.eof:  # a member ended; another may follow (or zero padding)
+                pending = inflate.unused_data.lstrip(b"\x00")
+                inflate = new()
+                started = False
+            else:
+                pending = inflate.unconsumed_tail
+        yield _Piece(data=b"".join(out), position=file.tell())
+
+
+def _zstd_blocks(file: BinaryIO) -> Iterator[_Piece]:
+    """Decompress zstd frames in blocks (``zstandard`` is imported by the caller's check)."""
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(
+        file, read_size=_BLOCK // 4, read_across_frames=True
+    )
+    while True:
+        try:
+            data = reader.read(_BLOCK)
+        except zstandard.ZstdError as error:
+            yield _Piece(
+                data=b"",
+                position=file.tell(),
+                last=True,
+                failure=(DamageKind.TRUNCATED_GZIP, f"the zstd stream is corrupt ({error})"),
+            )
+            return
+        yield _Piece(data=data, position=file.tell(), last=not data)
+        if not data:
+            return
 
 
 # ---------------------------------------------------------------- accumulation
@@ -351,32 +548,44 @@ class _Totals:
 
     def add(self, events: list[_Event], doc: bytes) -> None:
         self.events += len(events)
-        cats = Counter(map(_CAT, events))
+        # One C-level pass counts (ph, cat); the per-category counts follow from it.
+        cats: Counter[str | None] = Counter()
+        for (ph, cat), n in Counter(map(_PH_CAT, events)).items():
+            cats[cat] += n
+            if ph != "X":
+                self.not_span_counts[cat] += n
         self.cat_counts.update(cats)
-        self.not_span_counts.update([e.cat for e in events if e.ph != "X"])
-        if b'"ProfilerStep#' in doc:
+        step_names = _step_names(doc)  # one scan of the run's bytes
+        if step_names:
+            # One pass: only names of a step name's length (picked in C) are compared.
             names = list(map(_NAME, events))
-            for target in _step_names(doc):
-                raw = msgspec.Raw(target)
-                at = -1
-                while True:
-                    try:
-                        at = names.index(raw, at + 1)  # C-level search
-                    except ValueError:
-                        break
+            lengths = {len(target) for target in step_names}
+            for at in compress(range(len(names)), map(lengths.__contains__, map(len, names))):
+                if bytes(names[at]) in step_names:
                     self._step(events[at])
         lane_cats = {cat for cat in cats if _category(cat) <= _K_SYNC}
-        if lane_cats:
-            self._lane([e for e in events if e.cat in lane_cats])
         runtime_cats = {cat for cat in cats if _category(cat) == _K_RUNTIME}
+        if runtime_cats and not (self.steps or self.always_launches):
+            self.skipped_launches += sum(cats[cat] for cat in runtime_cats)
+            runtime_cats = set[str | None]()
+        # The few events that need more than counting, picked in C (no Python loop).
+        wanted = lane_cats | runtime_cats
+        if not wanted:
+            return
+        picked = _select(events, wanted) if len(wanted) < len(cats) else events
+        if lane_cats:
+            self._lane(_select(picked, lane_cats) if runtime_cats else picked)
         if not runtime_cats:
             return
-        if not (self.steps or self.always_launches):
-            self.skipped_launches += sum(cats[cat] for cat in runtime_cats)
+        launches = _select(picked, runtime_cats) if lane_cats else picked
+        corrs = _correlations(launches)
+        times = list(map(_TS, launches))
+        if None not in corrs and None not in times:
+            self.launch_corr.extend(cast("list[int]", corrs))
+            self.launch_ts.extend(cast("list[float]", times))
             return
-        launches = [e for e in events if e.cat in runtime_cats and e.ts is not None]
-        for corr, ts in zip(_correlations(launches), map(_TS, launches), strict=True):
-            if corr is not None:
+        for corr, ts in zip(corrs, times, strict=True):
+            if corr is not None and ts is not None:
                 self.launch_corr.append(corr)
                 self.launch_ts.append(ts)
 
@@ -417,9 +626,12 @@ class _Totals:
     def _lane(self, events: list[_Event]) -> None:
         keep = bool(self.steps) or self.always_launches
         by_code: dict[int, list[_Event]] = {}
-        for cat in {e.cat for e in events}:
+        cats = set(map(_CAT, events))
+        spans = list(compress(events, map(operator.eq, map(_PH, events), repeat("X"))))
+        for cat in cats:
             code = _category(cat)
-            by_code.setdefault(code, []).extend(e for e in events if e.cat == cat and e.ph == "X")
+            mine = spans if len(cats) == 1 else _select(spans, {cat})
+            by_code.setdefault(code, []).extend(mine)
         for code, all_spans in by_code.items():
             spans = all_spans
             ns_list = _durations_ns(spans)
@@ -437,10 +649,17 @@ class _Totals:
             names = list(map(bytes, map(_NAME, spans)))
             self.device_keys.extend(
                 # crc32 and int/float hashes do not depend on PYTHONHASHSEED, so the keys
-                # of worker processes and of this one agree.
-                hash((code, zlib.crc32(name), zlib.crc32(args), ts, ns))
-                for name, args, ts, ns in zip(
-                    names, map(bytes, map(_ARGS, spans)), map(_TS, spans), ns_list, strict=True
+                # of worker processes and of this one agree. All in C: map over zip.
+                map(
+                    hash,
+                    zip(
+                        repeat(code),
+                        map(zlib.crc32, names),
+                        map(zlib.crc32, map(_ARGS, spans)),
+                        map(_TS, spans),
+                        ns_list,
+                        strict=False,  # repeat() never ends; the rest have one length
+                    ),
                 )
             )
             for name, ns in zip(names, ns_list, strict=True):
@@ -453,7 +672,13 @@ class _Totals:
             if not keep:
                 self.skipped_launches += len(spans)
                 continue
-            for corr, ns in zip(_correlations(spans), ns_list, strict=True):
+            corrs = _correlations(spans)
+            if None not in corrs:
+                self.device_corr.extend(cast("list[int]", corrs))
+                self.device_code.extend(array("b", [code]) * len(corrs))
+                self.device_ns.extend(ns_list)
+                continue
+            for corr, ns in zip(corrs, ns_list, strict=True):
                 if corr is not None:
                     self.device_corr.append(corr)
                     self.device_code.append(code)
@@ -584,10 +809,26 @@ def _durations_ns(events: list[_Event]) -> list[int]:
     return [_dur_ns(d) for d in durations]
 
 
+_STEP_PREFIX: Final = b'"ProfilerStep'
+_MANY_HASHES: Final = 4096
+
+
 def _step_names(doc: bytes) -> set[bytes]:
     """The distinct ``"ProfilerStep#N"`` name strings (quoted) that occur in ``doc``."""
     found: set[bytes] = set()
-    at = doc.find(b'"ProfilerStep#')
+    # '#' is found with memchr, far faster than the whole needle, and is rare in a
+    # trace; where it is not (over _MANY_HASHES in a run) the rest is searched whole.
+    width = len(_STEP_PREFIX)
+    at = doc.find(b"#", width)
+    for _ in range(_MANY_HASHES):
+        if at < 0:
+            return found
+        if doc.startswith(_STEP_PREFIX, at - width):
+            match = _STEP_RAW.match(doc, at - width)
+            if match is not None:
+                found.add(match.group(0))
+        at = doc.find(b"#", at + 1)
+    at = doc.find(b'"ProfilerStep#', max(0, at - width))
     while at >= 0:
         match = _STEP_RAW.match(doc, at)
         if match is not None:
@@ -596,8 +837,20 @@ def _step_names(doc: bytes) -> set[bytes]:
     return found
 
 
+def _select(events: list[_Event], cats: set[str | None]) -> list[_Event]:
+    """The events whose ``cat`` is in ``cats``, in order (one C-level pass)."""
+    return list(compress(events, map(cats.__contains__, map(_CAT, events))))
+
+
 def _correlations(events: list[_Event]) -> list[int | None]:
     """``args.correlation`` of each event (None where it has none, or not a 64-bit int)."""
+    if not events:
+        return []
+    try:  # every args at once, as one JSON array (an int64 range check included)
+        joined = b"".join((b"[", b",".join(map(_ARGS, events)), b"]"))
+        return list(map(_CORRELATION_OF, _DECODE_ARGS_LIST.decode(joined)))
+    except msgspec.DecodeError:  # also ValidationError: odd args somewhere; as before
+        pass
     try:
         found = [a.correlation for a in map(_DECODE_ARGS.decode, map(_ARGS, events))]
     except msgspec.DecodeError:  # also ValidationError: odd args somewhere; one by one
@@ -1053,8 +1306,10 @@ class _Parser:
     def _try(self, start: int, end: int, *, final: bool = False) -> object:
         """Decode buf[start:end] as events; returns _OK, _CLOSED or _WRONG_CUT (or fails)."""
         src = self.src
-        body = src.buf[start:end]
-        doc = b"[" + body if final else b"[" + body + b"]"
+        # One copy of the run (a join of a view), not a slice and two concatenations.
+        body = memoryview(src.buf)[start:end]
+        doc = b"".join((b"[", body) if final else (b"[", body, b"]"))
+        body.release()
         try:
             events = self._decode(doc, start)
         except RecursionError:
@@ -1314,8 +1569,11 @@ def read_chrome_trace(
     """Read one Chrome trace file (JSON or gzip, by content) into a KernelTable.
 
     ``workers`` is the number of processes that read a large (64 MiB or more) plain
-    JSON trace in parallel, each a part of the file; None means one per CPU, up to 4.
-    Gzip streams and salvage reads always use one. The result does not depend on it.
+    JSON trace in parallel, each a part of the file; None means one per core that is
+    idle when the read starts (by the load average), at least 1 and at most 4: a
+    second process only pays where its core is free. Compressed streams and salvage
+    reads always use one (a gzip or zstd file is inflated on a background thread
+    instead). The result does not depend on it.
     """
     name = os.fspath(path)
     if os.path.isdir(name):
@@ -1359,10 +1617,30 @@ def require_regular_file(path: str) -> None:
 
 def _worker_count(workers: object) -> int:
     if workers is None:
-        return max(1, min(os.cpu_count() or 1, 4))
+        return _idle_workers()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidInputError(f"workers must be a positive int or None, got {workers!r}")
     return workers
+
+
+def _idle_workers() -> int:
+    """The worker count for ``workers=None``: the cores idle now, at least 1, at most 4.
+
+    A second process pays only where its core is free: on a loaded 2-core machine it
+    took 0.72x to 1.17x the one-process time (docs/measurements.md), so the file
+    size alone cannot decide. The one-minute load average says how many cores the
+    rest of the machine keeps busy; where it is unknown (Windows) every core counts
+    as idle.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        load = 0.0
+    return max(1, min(4, cpus, int(cpus - load)))
 
 
 def read_chrome_traces(
@@ -1550,7 +1828,7 @@ def _looks_like_trace(path: Path) -> bool:
             head = handle.read(64)
     except OSError:
         return False
-    if head.startswith(_GZIP_MAGIC):
+    if head.startswith((_GZIP_MAGIC, _ZSTD_MAGIC)):
         return True
     stripped = head.lstrip(b"\xef\xbb\xbf").lstrip(_WS)
     return stripped[:1] in (b"{", b"[")

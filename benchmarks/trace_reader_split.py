@@ -1,0 +1,62 @@
+"""Where the trace reader's CPU time goes: process time around its main steps.
+
+Usage::
+
+    python benchmarks/trace_reader_split.py /tmp/perf-trace-big/rank0.json
+
+Wraps a few internal methods of :mod:`probewise.throughput.traces` with
+``time.process_time`` counters, reads the file once with ``workers=1`` and prints the
+seconds spent inside each (nested: ``_try`` holds ``_decode`` and ``add``; ``add``
+holds ``_lane``, ``_select``, ``_correlations`` and ``_step_names``; ``more`` is the
+reading and copying into the sliding buffer). The wrappers add a little time of
+their own, so the parts are upper bounds.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from probewise.throughput import traces
+
+spent: dict[str, float] = {}
+
+
+def _wrap(owner: Any, name: str) -> None:
+    inner: Callable[..., Any] = getattr(owner, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[name] = spent.get(name, 0.0) + time.process_time() - started
+
+    setattr(owner, name, timed)
+
+
+def main() -> None:
+    for owner, name in [
+        (traces._Source, "more"),
+        (traces._Parser, "_try"),
+        (traces._Parser, "_decode"),
+        (traces._Parser, "_cuts"),
+        (traces._Totals, "add"),
+        (traces._Totals, "_lane"),
+        (traces._Totals, "table"),
+        (traces, "_select"),
+        (traces, "_correlations"),
+        (traces, "_step_names"),
+    ]:
+        _wrap(owner, name)
+    started = time.process_time()
+    traces.read_chrome_trace(sys.argv[1], workers=1)
+    print(f"total {time.process_time() - started:.2f} s CPU")
+    for name, seconds in spent.items():
+        print(f"  {name:<14}{seconds:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
