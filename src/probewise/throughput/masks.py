@@ -612,6 +612,20 @@ def probe_masks(
             on the probe.
         InvalidInputError: a bad config path, dtype or capability.
     """
+    return _probe(config, scenario, dtype=dtype, capability=capability, progress=progress)
+
+
+def _probe(
+    config: PretrainedConfig | str | Path | Mapping[str, object],
+    scenario: MaskScenario,
+    *,
+    dtype: AttentionDtype | str | TorchDtype,
+    capability: tuple[int, int] = (9, 0),
+    progress: bool = False,
+    dense_masks: bool = False,
+) -> MaskReport:
+    """:func:`probe_masks`; ``dense_masks`` has transformers build every mask densely
+    and reads those (the ground truth the structured reading is tested against)."""
     if not isinstance(cast("object", scenario), MaskScenario):
         raise InvalidInputError(f"scenario must be a MaskScenario, got {type(scenario).__name__}")
     attention_dtype = AttentionDtype.parse(dtype)
@@ -633,6 +647,7 @@ def probe_masks(
         use_cache=scenario.use_cache,
         gradient_checkpointing=scenario.gradient_checkpointing,
         progress=progress,
+        dense_masks=dense_masks,
     )
     bands: dict[int, Band] = {}
     crossing: dict[int, bool] = {}
