@@ -1,7 +1,7 @@
 """The structured mask reading (row intervals from transformers' mask functions)
 against the dense one, which stays the ground truth.
 
-Three levels, each below 2,048 tokens where dense is cheap:
+Three levels, at lengths where dense is cheap (up to 200 tokens):
 
 - the band reader: any row-interval mask reads to the same band, and the same
   cross-document answer, as its dense form;
@@ -275,3 +275,24 @@ def test_bundled_length_l_at_128k_is_reported_without_being_built() -> None:
         131_072 - scenario.lengths[1],
     )
     assert "32,768.0 MiB" in full.lost_reasons()[0]
+
+
+def test_a_mask_changed_before_sdpa_is_read_dense(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model that copies its mask before SDPA hands SDPA a tensor the probe did not
+    hand out: the probe runs the forward again with dense masks and reads those."""
+    from transformers.models.llama import modeling_llama
+
+    original = modeling_llama.LlamaAttention.forward
+
+    def copying(self: torch.nn.Module, *args: object, **kwargs: object) -> object:
+        mask = kwargs.get("attention_mask")
+        if isinstance(mask, torch.Tensor):
+            kwargs["attention_mask"] = mask.clone()
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(modeling_llama.LlamaAttention, "forward", copying)
+    config = _tiny("llama", 8)
+    scenario = MaskScenario(seq_len=24, batch=2, padding=Padding.LEFT)
+    report = _probe(config, scenario, dtype="bf16")
+    assert report == _probe(config, scenario, dtype="bf16", dense_masks=True)
+    assert report.layers[0].band.masked_rows == tuple(24 - n for n in scenario.lengths)

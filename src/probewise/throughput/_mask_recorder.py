@@ -8,7 +8,15 @@ number of layers, the layer-type pattern, the sliding window, the head counts an
 the head dims are the config's own.
 
 What runs for real, on CPU: the embeddings, the rotary tables and transformers' own
-mask construction (``masking_utils``), which is what the probe is about. What runs
+mask construction (``masking_utils``: which mask each layer gets, composed from which
+mask functions, and whether ``is_causal`` replaces it), which is what the probe is
+about. Only the last step, ``sdpa_mask`` evaluating the composed function on every
+(query, key) pair, is not run where the function is one
+:mod:`probewise.throughput._mask_function` models: that module reads it as one key
+interval per query row instead (O(length), where the dense mask is O(length^2), 32
+GiB for two rows of 131,072 tokens), and the forward gets a one-element stand-in
+expanded to the mask's shape. The bytes transformers would have allocated are still
+reported. What runs
 on the meta device (shapes and dtypes, no arithmetic): the decoder layers, so their
 projections cost nothing at any width or length. A pre-hook moves each layer's
 inputs to the meta device except its attention mask (the 4-D tensor transformers

@@ -10,6 +10,11 @@ call is then read into a :class:`LayerAttention`: its mask kind, ``is_causal``, 
 GQA was handled, the mask's band structure and bytes, and the CUDA backend
 :func:`~probewise.throughput.sdpa.predict_backend` says it would get.
 
+Masks are read from the mask function transformers composed, as one key interval per
+query row (:mod:`probewise.throughput._mask_function`), not from the dense tensor, so
+the probe's cost grows linearly with the sequence length while the bytes it reports
+(what transformers would allocate) grow with its square.
+
 torch and transformers are imported only when :func:`probe_masks` runs.
 """
 
