@@ -104,11 +104,18 @@ def sdpa_mask_cases(draw: st.DrawFn) -> dict[str, object]:
     batch = draw(st.integers(1, 3))
     length = draw(st.integers(2, 48))
     window = draw(st.none() | st.integers(1, length + 2))
-    function = (
-        masking_utils.causal_mask_function
-        if window is None
-        else masking_utils.sliding_window_causal_mask_function(window)
-    )
+    if draw(st.booleans()):  # what create_causal_mask / the sliding variant compose
+        function = (
+            masking_utils.causal_mask_function
+            if window is None
+            else masking_utils.sliding_window_causal_mask_function(window)
+        )
+    else:  # and what the bidirectional variants (encoders, Gemma 4's vision) compose
+        function = (
+            masking_utils.bidirectional_mask_function
+            if window is None
+            else masking_utils.sliding_window_bidirectional_mask_function(window)
+        )
     attention: torch.Tensor | None = None
     how = draw(st.sampled_from(["none", "left", "right", "holes", "packed"]))
     if how == "packed":
@@ -141,6 +148,7 @@ def sdpa_mask_cases(draw: st.DrawFn) -> dict[str, object]:
         "attention_mask": attention,
         "local_size": window,
         "allow_is_causal_skip": draw(st.booleans()),
+        "allow_is_bidirectional_skip": draw(st.booleans()),
     }
 
 
