@@ -22,7 +22,7 @@ import numpy.typing as npt
 from probewise.errors import InvalidInputError
 from probewise.throughput._checks import optional_positive, share
 
-__all__ = ["Band", "BandKind", "analyse_band", "crosses_documents"]
+__all__ = ["Band", "BandKind", "RowIntervals", "analyse_band", "crosses_documents"]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -127,15 +127,127 @@ def _as_tuple(values: IntArray) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
-def analyse_band(allowed: BoolArray) -> Band:
-    """Read the structure of ``allowed`` (shape ``(batch, queries, keys)``)."""
-    if allowed.ndim != 3:
-        raise InvalidInputError(
-            f"a mask of shape (batch, queries, keys) is needed, got {allowed.shape}"
-        )
-    batch, queries, keys = allowed.shape
+@final
+@attrs.frozen(kw_only=True, eq=False)
+class RowIntervals:
+    """A mask given by one key interval per query row and the keys each batch row keeps:
+    ``allowed[b, q, k] = lo[b, q] <= k <= hi[b, q] and keep[b, k]`` (``hi < lo``: none).
+
+    This is the shape every mask transformers composes from causal, sliding-window,
+    packed-document and padding functions has (see
+    :mod:`probewise.throughput._mask_function`), stored in O(batch x length) instead
+    of O(batch x length^2). :func:`analyse_band` and :func:`crosses_documents` read it
+    without building the dense mask, and give what they give for :meth:`dense`.
+    """
+
+    lo: IntArray
+    """``(batch, queries)``: each row's first key, in ``[0, keys]``."""
+    hi: IntArray
+    """``(batch, queries)``: each row's last key, in ``[-1, keys - 1]``."""
+    keep: BoolArray
+    """``(batch, keys)``: the keys the padding leaves."""
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(batch, queries, keys)``, as the dense mask's."""
+        batch, queries = self.lo.shape
+        return int(batch), int(queries), int(self.keep.shape[1])
+
+    def dense(self) -> BoolArray:
+        """The dense mask (O(batch x queries x keys): for tests and small masks)."""
+        keys = np.arange(self.keep.shape[1], dtype=np.int64)[None, None, :]
+        inside = (self.lo[:, :, None] <= keys) & (keys <= self.hi[:, :, None])
+        return np.asarray(inside & self.keep[:, None, :])
+
+
+def _interval_counts(cum: IntArray, lo: IntArray, hi: IntArray) -> IntArray:
+    """Kept keys in ``[lo, hi]`` per row, from the per-batch-row prefix sums ``cum``."""
+    b_index = np.arange(cum.shape[0], dtype=np.int64)[:, None]
+    keys = cum.shape[1] - 1
+    low = np.clip(lo, 0, keys)
+    high = np.clip(hi + 1, 0, keys)
+    return np.where(high > low, cum[b_index, high] - cum[b_index, np.minimum(low, high)], 0)
+
+
+@final
+@attrs.frozen(kw_only=True, eq=False)
+class _Summary:
+    """What the band reader needs from a mask, O(batch x length): per query row the
+    count of allowed keys, the first and last one (0 and ``keys - 1`` for a row with
+    none, as ``argmax`` gives on the dense mask), and per key whether any query
+    attends it."""
+
+    count: IntArray
+    first: IntArray
+    last: IntArray
+    column_any: BoolArray
+    keys: int
+
+
+def _dense_summary(allowed: BoolArray) -> _Summary:
+    keys = allowed.shape[2]
     count: IntArray = np.count_nonzero(allowed, axis=-1).astype(np.int64)
+    first: IntArray = allowed.argmax(axis=-1).astype(np.int64)
+    last: IntArray = (keys - 1 - allowed[..., ::-1].argmax(axis=-1)).astype(np.int64)
     column_any: BoolArray = np.asarray(allowed.any(axis=-2))
+    return _Summary(count=count, first=first, last=last, column_any=column_any, keys=keys)
+
+
+def _interval_summary(mask: RowIntervals) -> _Summary:
+    """The same numbers as :func:`_dense_summary` on ``mask.dense()``: a row's allowed
+    keys are the kept keys of ``[lo, hi]``, so its count is a difference of prefix
+    sums of ``keep``, its first key the first kept key at or after ``lo`` and its
+    last the last kept key at or before ``hi``; a key is attended when it is kept and
+    inside some non-empty row's interval (a coverage count by difference array)."""
+    batch, _, keys = mask.shape
+    keep = mask.keep
+    key_index = np.arange(keys, dtype=np.int64)
+    cum = np.zeros((batch, keys + 1), dtype=np.int64)
+    np.cumsum(keep, axis=-1, out=cum[:, 1:])
+    count = _interval_counts(cum, mask.lo, mask.hi)
+    rows = count > 0
+    b_index = np.arange(batch, dtype=np.int64)[:, None]
+    next_kept = np.minimum.accumulate(np.where(keep, key_index, keys)[:, ::-1], axis=-1)[:, ::-1]
+    prev_kept = np.maximum.accumulate(np.where(keep, key_index, -1), axis=-1)
+    low = np.clip(mask.lo, 0, keys - 1)
+    high = np.clip(mask.hi, 0, keys - 1)
+    first = np.where(rows, next_kept[b_index, low], 0)
+    last = np.where(rows, prev_kept[b_index, high], keys - 1)
+    cover = np.zeros((batch, keys + 1), dtype=np.int64)
+    starts = np.where(rows, np.clip(mask.lo, 0, keys), keys)
+    ends = np.where(rows, np.clip(mask.hi + 1, 0, keys), keys)
+    for b in range(batch):
+        cover[b] += np.bincount(starts[b], minlength=keys + 1)
+        cover[b] -= np.bincount(ends[b], minlength=keys + 1)
+    covered = np.cumsum(cover[:, :keys], axis=-1) > 0
+    column_any: BoolArray = np.asarray(covered & keep)
+    return _Summary(count=count, first=first, last=last, column_any=column_any, keys=keys)
+
+
+def analyse_band(allowed: BoolArray | RowIntervals) -> Band:
+    """Read the structure of ``allowed`` (shape ``(batch, queries, keys)``), dense or as
+    row intervals; both give the same band for the same mask (the reader sees only
+    the :class:`_Summary`, which both compute exactly)."""
+    if isinstance(allowed, RowIntervals):
+        summary = _interval_summary(allowed)
+        batch, queries, keys = allowed.shape
+    else:
+        if allowed.ndim != 3:
+            raise InvalidInputError(
+                f"a mask of shape (batch, queries, keys) is needed, got {allowed.shape}"
+            )
+        batch, queries, keys = allowed.shape
+        summary = _dense_summary(allowed)
+    return _read(summary, batch, queries, keys)
+
+
+def _read(summary: _Summary, batch: int, queries: int, keys: int) -> Band:
+    count, first, last, column_any = (
+        summary.count,
+        summary.first,
+        summary.last,
+        summary.column_any,
+    )
     padding = _as_tuple(keys - column_any.sum(axis=-1))
     masked = _as_tuple((count == 0).sum(axis=-1))
     total = batch * queries * keys
@@ -151,8 +263,6 @@ def analyse_band(allowed: BoolArray) -> Band:
 
     if queries != keys or total == 0 or not count.any():
         return other()  # (nothing allowed at all is "other", not a padded causal mask)
-    first: IntArray = allowed.argmax(axis=-1).astype(np.int64)
-    last: IntArray = (keys - 1 - allowed[..., ::-1].argmax(axis=-1)).astype(np.int64)
     rows = count > 0
     cum = np.zeros((batch, keys + 1), dtype=np.int64)
     np.cumsum(column_any, axis=-1, out=cum[:, 1:])
@@ -245,9 +355,11 @@ def _segments(starts: BoolArray) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
-def crosses_documents(allowed: BoolArray, documents: tuple[int, ...]) -> bool:
+def crosses_documents(allowed: BoolArray | RowIntervals, documents: tuple[int, ...]) -> bool:
     """Whether any query attends a key of another document (documents are contiguous,
     the same in every batch row, and cover the row)."""
+    if isinstance(allowed, RowIntervals):
+        return _intervals_cross(allowed, documents)
     start = 0
     for length in documents:
         end = start + length
@@ -256,3 +368,18 @@ def crosses_documents(allowed: BoolArray, documents: tuple[int, ...]) -> bool:
             return True
         start = end
     return False
+
+
+def _intervals_cross(mask: RowIntervals, documents: tuple[int, ...]) -> bool:
+    """:func:`crosses_documents` on row intervals: a query of document ``[s, e)`` crosses
+    when ``[lo, min(hi, s - 1)]`` or ``[max(lo, e), hi]`` holds a kept key."""
+    batch, queries, keys = mask.shape
+    bounds = np.cumsum(np.asarray((0, *documents), dtype=np.int64))
+    doc = np.repeat(np.arange(len(documents), dtype=np.int64), documents)[:queries]
+    start = np.broadcast_to(bounds[doc][None, :], (batch, queries))
+    end = np.broadcast_to(bounds[doc + 1][None, :], (batch, queries))
+    cum = np.zeros((batch, keys + 1), dtype=np.int64)
+    np.cumsum(mask.keep, axis=-1, out=cum[:, 1:])
+    before = _interval_counts(cum, mask.lo, np.minimum(mask.hi, start - 1))
+    after = _interval_counts(cum, np.maximum(mask.lo, end), mask.hi)
+    return bool(np.any(before > 0) or np.any(after > 0))

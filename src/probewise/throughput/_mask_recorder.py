@@ -8,7 +8,15 @@ number of layers, the layer-type pattern, the sliding window, the head counts an
 the head dims are the config's own.
 
 What runs for real, on CPU: the embeddings, the rotary tables and transformers' own
-mask construction (``masking_utils``), which is what the probe is about. What runs
+mask construction (``masking_utils``: which mask each layer gets, composed from which
+mask functions, and whether ``is_causal`` replaces it), which is what the probe is
+about. Only the last step, ``sdpa_mask`` evaluating the composed function on every
+(query, key) pair, is not run where the function is one
+:mod:`probewise.throughput._mask_function` models: that module reads it as one key
+interval per query row instead (O(length), where the dense mask is O(length^2), 32
+GiB for two rows of 131,072 tokens), and the forward gets a one-element stand-in
+expanded to the mask's shape. The bytes transformers would have allocated are still
+reported. What runs
 on the meta device (shapes and dtypes, no arithmetic): the decoder layers, so their
 projections cost nothing at any width or length. A pre-hook moves each layer's
 inputs to the meta device except its attention mask (the 4-D tensor transformers
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import json
 import logging
 import sys
@@ -43,10 +52,12 @@ from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from probewise.errors import InvalidInputError, UnsupportedModelError
 from probewise.throughput._length_input import read_regular_file
+from probewise.throughput._mask_band import RowIntervals
 
 __all__ = ["RawCall", "RecordedRun", "load_config", "record_sdpa_calls"]
 
 _SDPA_LOCK = threading.Lock()
+_MASK_LOCK = threading.Lock()
 _SHRUNK_INTERMEDIATE = 8
 _SHRUNK_PER_LAYER_INPUT = 4
 PROGRESS_DELAY_S = 2.0
@@ -82,8 +93,9 @@ class RecordedRun:
     model_type: str
     architecture: str
     calls: tuple[RawCall, ...]
-    masks: Mapping[int, npt.NDArray[np.bool_]]
-    """``mask_id`` -> ``allowed[b, q, k]`` (heads collapsed when they agree)."""
+    masks: Mapping[int, npt.NDArray[np.bool_] | RowIntervals]
+    """``mask_id`` -> ``allowed[b, q, k]`` (heads collapsed when they agree), dense or
+    as row intervals."""
     mask_bytes: Mapping[int, int]
     heads_differ: frozenset[int]
     """Mask ids whose heads carry different masks (read from head 0)."""
@@ -356,6 +368,136 @@ def _recording_sdpa(
             functional.scaled_dot_product_attention = original
 
 
+class _StandInEscaped(Exception):
+    """A mask reached SDPA that is not one of the stand-ins the probe handed out."""
+
+
+@final
+@attrs.frozen(kw_only=True, eq=False)
+class _StandIn:
+    """What the probe handed the forward in place of a mask: a one-element tensor
+    expanded to the mask's shape, and the mask it stands for."""
+
+    tensor: torch.Tensor
+    intervals: RowIntervals
+    nbytes: int
+    """Bytes of the tensor transformers would have built."""
+
+
+def _stand_in_for(tensor: torch.Tensor, stand_ins: Mapping[int, _StandIn]) -> _StandIn | None:
+    stand_in = stand_ins.get(tensor.untyped_storage().data_ptr())
+    if stand_in is None or not (
+        stand_in.tensor.shape == tensor.shape
+        and stand_in.tensor.stride() == tensor.stride()
+        and stand_in.tensor.dtype == tensor.dtype
+    ):
+        return None
+    return stand_in
+
+
+MaskIndices = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def _structured_sdpa_mask(
+    original: Callable[..., object], stand_ins: dict[int, _StandIn]
+) -> Callable[..., object]:
+    """``sdpa_mask`` that hands back a stand-in instead of the dense mask where the mask
+    function is one :mod:`._mask_function` models.
+
+    transformers' own ``sdpa_mask`` still runs, with the mask function swapped for a
+    constant that records the index tensors it is given: so the skip decisions
+    (``is_causal`` instead of a mask), the padding it adds and the indices (offsets
+    included) are its own. The constant is one element, so what it returns is the
+    padding alone, expanded: ``keep[b, k]`` is its ``[b, 0, 0, k]``.
+    """
+    from probewise.throughput import _mask_function
+
+    signature = inspect.signature(original)
+    owner = threading.get_ident()
+
+    def build(*args: object, **kwargs: object) -> object:
+        if threading.get_ident() != owner:
+            return original(*args, **kwargs)  # another thread's model: not the probe's
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return original(*args, **kwargs)
+        bound.apply_defaults()
+        function = bound.arguments.get("mask_function")
+        if bound.arguments.get("use_vmap") or not callable(function):
+            return original(*args, **kwargs)
+        seen: list[MaskIndices] = []
+
+        def constant(
+            batch_idx: torch.Tensor,
+            head_idx: torch.Tensor,
+            q_idx: torch.Tensor,
+            kv_idx: torch.Tensor,
+        ) -> torch.Tensor:
+            seen.append((batch_idx, head_idx, q_idx, kv_idx))
+            return q_idx.new_ones((1, 1, 1, 1), dtype=torch.bool)
+
+        bound.arguments["mask_function"] = constant
+        shaped = original(*bound.args, **bound.kwargs)
+        if shaped is None:
+            return None  # transformers skips the mask: SDPA gets is_causal
+        mask_function: _mask_function.MaskFunction = function
+        if (
+            len(seen) != 1
+            or not isinstance(shaped, torch.Tensor)
+            or shaped.ndim != 4
+            or shaped.dtype != torch.bool
+        ):
+            return original(*args, **kwargs)
+        keep = np.ascontiguousarray(shaped[:, 0, 0, :].numpy())
+        intervals = _mask_function.row_intervals(mask_function, seen[0], keep)
+        built = _mask_function.would_build_shape(mask_function, seen[0])
+        if (
+            intervals is None
+            or built is None
+            or intervals.shape
+            != (
+                shaped.shape[0],
+                shaped.shape[2],
+                shaped.shape[3],
+            )
+        ):
+            return original(*args, **kwargs)
+        padding = [
+            size if stride != 0 else 1
+            for size, stride in zip(shaped.shape, shaped.stride(), strict=True)
+        ]
+        shape = np.broadcast_shapes(built, tuple(padding))
+        tensor = torch.ones((1, 1, 1, 1), dtype=torch.bool).expand(shaped.shape)
+        stand_ins[tensor.untyped_storage().data_ptr()] = _StandIn(
+            tensor=tensor, intervals=intervals, nbytes=int(np.prod(shape, dtype=np.int64))
+        )
+        return tensor
+
+    return build
+
+
+@contextlib.contextmanager
+def _structured_masks(stand_ins: dict[int, _StandIn], *, enabled: bool) -> Generator[None]:
+    """Swap :func:`_structured_sdpa_mask` in as transformers' SDPA mask builder."""
+    if not enabled:
+        yield
+        return
+    from transformers import masking_utils
+
+    mapping = cast(
+        "dict[str, Callable[..., object]]",
+        masking_utils.AttentionMaskInterface._global_mapping,  # pyright: ignore[reportUnknownMemberType]
+    )
+    with _MASK_LOCK:
+        original = mapping["sdpa"]
+        mapping["sdpa"] = _structured_sdpa_mask(original, stand_ins)
+        try:
+            yield
+        finally:
+            mapping["sdpa"] = original
+
+
 def _attention_modules(layer: torch.nn.Module) -> list[torch.nn.Module]:
     return [
         m
@@ -386,6 +528,7 @@ def record_sdpa_calls(
     use_cache: bool | None = None,
     gradient_checkpointing: bool = False,
     progress: bool = False,
+    dense_masks: bool = False,
 ) -> RecordedRun:
     """Build the shrunk model for ``config`` and run one forward, recording SDPA calls.
 
@@ -399,6 +542,13 @@ def record_sdpa_calls(
     not state (a family that derives its head dim from the hidden size, e.g.
     GPT-NeoX), once more at the config's own hidden size (the layers are on the meta
     device either way, so only the embeddings and the norms pay for the width).
+
+    Masks are read as row intervals from the mask function transformers composed
+    (:mod:`probewise.throughput._mask_function`), without building them, wherever
+    that module models the function; ``dense_masks`` lets transformers build every
+    mask and reads the dense tensors instead (the ground truth the tests compare
+    against). Either way each mask's bytes are those transformers' own ``sdpa_mask``
+    allocates for it.
     """
     text = _text_config(config)
     model_class = cast(
@@ -423,6 +573,7 @@ def record_sdpa_calls(
         use_cache=use_cache,
         gradient_checkpointing=gradient_checkpointing,
         progress=progress,
+        dense_masks=dense_masks,
     )
     with _quiet_transformers():
         try:
@@ -468,6 +619,7 @@ class _Forward:
     use_cache: bool | None
     gradient_checkpointing: bool
     progress: bool
+    dense_masks: bool
 
 
 class _Refused(UnsupportedModelError):
@@ -525,7 +677,12 @@ def _run_once(
         leave=False,
     )
     with bar:
-        return _build_and_run(shrunk, text, torch_dtype, inputs, forward, bar=bar)
+        if not forward.dense_masks:
+            try:
+                return _build_and_run(shrunk, text, torch_dtype, inputs, forward, bar=bar)
+            except _StandInEscaped:
+                bar.reset()  # a mask SDPA got is not one the probe handed out: read dense
+        return _build_and_run(shrunk, text, torch_dtype, inputs, forward, bar=bar, structured=False)
 
 
 def _build_and_run(
@@ -536,6 +693,7 @@ def _build_and_run(
     forward: _Forward,
     *,
     bar: tqdm.tqdm[NoReturn],
+    structured: bool = True,
 ) -> RecordedRun:
     num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
     try:
@@ -579,6 +737,7 @@ def _build_and_run(
             handles.append(attention.register_forward_hook(leave))
 
     calls: list[RawCall] = []
+    stand_ins: dict[int, _StandIn] = {}
     thread = threading.get_ident()
     original: list[Callable[..., torch.Tensor]] = []
     kept: dict[int, torch.Tensor] = {}
@@ -666,7 +825,11 @@ def _build_and_run(
         model.train(forward.training)
         # A training forward runs with gradients on: transformers' checkpointing rules
         # (merge_with_config_defaults, GradientCheckpointingLayer) read is_grad_enabled().
-        with torch.set_grad_enabled(forward.training), _recording_sdpa(record, original):
+        with (
+            torch.set_grad_enabled(forward.training),
+            _recording_sdpa(record, original),
+            _structured_masks(stand_ins, enabled=structured),
+        ):
             output: object = model(
                 input_ids=ids, attention_mask=mask, position_ids=positions, **extra
             )
@@ -680,10 +843,17 @@ def _build_and_run(
     finally:
         for handle in handles:
             handle.remove()
-    masks: dict[int, npt.NDArray[np.bool_]] = {}
+    masks: dict[int, npt.NDArray[np.bool_] | RowIntervals] = {}
     sizes: dict[int, int] = {}
     differ: set[int] = set()
     for mask_id, tensor in kept.items():
+        stand_in = _stand_in_for(tensor, stand_ins)
+        if stand_in is not None:
+            masks[mask_id] = stand_in.intervals
+            sizes[mask_id] = stand_in.nbytes
+            continue
+        if stand_ins:
+            raise _StandInEscaped  # a mask derived from a stand-in, or built elsewhere
         allowed, heads_differ = _allowed(tensor)
         masks[mask_id] = allowed
         sizes[mask_id] = int(tensor.untyped_storage().nbytes())

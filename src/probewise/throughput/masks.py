@@ -10,6 +10,11 @@ call is then read into a :class:`LayerAttention`: its mask kind, ``is_causal``, 
 GQA was handled, the mask's band structure and bytes, and the CUDA backend
 :func:`~probewise.throughput.sdpa.predict_backend` says it would get.
 
+Masks are read from the mask function transformers composed, as one key interval per
+query row (:mod:`probewise.throughput._mask_function`), not from the dense tensor, so
+the probe's cost grows linearly with the sequence length while the bytes it reports
+(what transformers would allocate) grow with its square.
+
 torch and transformers are imported only when :func:`probe_masks` runs.
 """
 
@@ -612,6 +617,20 @@ def probe_masks(
             on the probe.
         InvalidInputError: a bad config path, dtype or capability.
     """
+    return _probe(config, scenario, dtype=dtype, capability=capability, progress=progress)
+
+
+def _probe(
+    config: PretrainedConfig | str | Path | Mapping[str, object],
+    scenario: MaskScenario,
+    *,
+    dtype: AttentionDtype | str | TorchDtype,
+    capability: tuple[int, int] = (9, 0),
+    progress: bool = False,
+    dense_masks: bool = False,
+) -> MaskReport:
+    """:func:`probe_masks`; ``dense_masks`` has transformers build every mask densely
+    and reads those (the ground truth the structured reading is tested against)."""
     if not isinstance(cast("object", scenario), MaskScenario):
         raise InvalidInputError(f"scenario must be a MaskScenario, got {type(scenario).__name__}")
     attention_dtype = AttentionDtype.parse(dtype)
@@ -633,6 +652,7 @@ def probe_masks(
         use_cache=scenario.use_cache,
         gradient_checkpointing=scenario.gradient_checkpointing,
         progress=progress,
+        dense_masks=dense_masks,
     )
     bands: dict[int, Band] = {}
     crossing: dict[int, bool] = {}
