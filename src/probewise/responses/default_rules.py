@@ -16,7 +16,7 @@ models' completions, not these sets, measure what ships.
 
 from __future__ import annotations
 
-from probewise.responses.rubric import Rubric, Rule, _vet
+from probewise.responses.rubric import Rubric, Rule, _vet_shipped
 
 __all__ = ["DEFAULT_DEFLECTION", "DEFAULT_REFUSAL", "DEFAULT_RUBRIC"]
 
@@ -350,6 +350,6 @@ DEFAULT_DEFLECTION: tuple[Rule, ...] = (
 # Vetted: these patterns do not backtrack badly on an opening, and each gets a gate
 # (see probewise.responses.rubric._gate) that lets classify() skip it on openings it
 # cannot match. Before the rubric is built: it collects the gates.
-_vet((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION))
+_vet_shipped((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION))
 
 DEFAULT_RUBRIC: Rubric = Rubric(refusal=DEFAULT_REFUSAL, deflection=DEFAULT_DEFLECTION)
