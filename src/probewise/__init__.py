@@ -1,172 +1,367 @@
 """probewise: measurement discipline for model probes.
 
 Everything public is re-exported here; nothing else lives in this module.
+
+The names are loaded lazily (PEP 562): ``import probewise`` imports no submodule,
+and ``probewise.X`` or ``from probewise import X`` imports the one module that
+defines ``X`` on first use, so that ``probewise --help`` and a program that needs
+only the response half do not pay for the throughput half (numpy, scipy, torch).
+The ``TYPE_CHECKING`` block below is what type checkers and readers see; the test
+tests/test_lazy_package.py holds it, ``_SOURCES`` and ``__all__`` to the same names.
 """
 
-from probewise.errors import (
-    ArgumentTypeError,
-    CalibrationError,
-    CrossDocumentAttentionError,
-    DamageKind,
-    EmptyChoicesError,
-    FastPathLostError,
-    InferenceServerError,
-    InputFileError,
-    InsufficientPointsError,
-    InvalidInputError,
-    LengthInputError,
-    MalformedResponseError,
-    MissingExtraError,
-    MixedJobsError,
-    ProbewiseError,
-    RubricError,
-    SealedError,
-    ServerStatusError,
-    ServerTimeoutError,
-    SweepNoOpError,
-    TraceFormatError,
-    UnsupportedModelError,
-)
-from probewise.responses.arms import (
-    BatchGenerate,
-    Generate,
-    JudgeAgreement,
-    McNemar,
-    OutcomeBucket,
-    OutcomePair,
-    PairedResult,
-    TransformersGenerator,
-    TransformersJudge,
-    run_arm,
-    run_arm_shards,
-    run_paired,
-)
-from probewise.responses.calibration import (
-    Calibration,
-    CorrectedComparison,
-    CorrectedRate,
-    CorrectionMethod,
-    HumanLabel,
-    RubricBucket,
-    ThreeWayRates,
-)
-from probewise.responses.classify import (
-    Completion,
-    Judge,
-    JudgeVerdict,
-    classify,
-    judge_completion,
-    normalise,
-)
-from probewise.responses.control import ControlState, ControlVerdict, compare_arms
-from probewise.responses.generators import OpenAICompatibleGenerator
-from probewise.responses.outcome import (
-    Complied,
-    Deflected,
-    Empty,
-    Error,
-    ErrorKind,
-    FinishReason,
-    Outcome,
-    Refused,
-)
-from probewise.responses.rubric import Rubric, Rule
-from probewise.responses.sealed import Sealed
-from probewise.responses.tally import ArmTally, Proportion
-from probewise.throughput._ce_memory import LogitMemory, measure_bytes_per_logit
-from probewise.throughput._length_input import (
-    LengthInput,
-    as_lengths,
-    read_lengths,
-    tokenize_lengths,
-)
-from probewise.throughput._torch_dtype import TorchDtype
-from probewise.throughput.buckets import (
-    Batcher,
-    Batching,
-    BucketRow,
-    BucketStrategy,
-    BucketSweep,
-    bucket_batches,
-    megabatch_batches,
-    random_batches,
-    sweep_buckets,
-)
-from probewise.throughput.kernels import (
-    Damage,
-    Exclusion,
-    ExclusionReason,
-    KernelChange,
-    KernelDiff,
-    KernelKind,
-    KernelRow,
-    KernelTable,
-    StepBreakdown,
-    TraceSource,
-)
-from probewise.throughput.lengths import (
-    BatchingMode,
-    ChunkPlan,
-    HistogramBin,
-    Lengths,
-    LengthStats,
-    LogitsDtype,
-    PaddingReport,
-    ce_chunk_plan,
-    padding_waste,
-)
-from probewise.throughput.masks import (
-    Band,
-    BandKind,
-    GqaHandling,
-    LayerAttention,
-    MaskReport,
-    MaskScenario,
-    Packing,
-    Padding,
-    bundled_configs,
-    probe_masks,
-)
-from probewise.throughput.profile import (
-    Clock,
-    CpuOpRow,
-    KernelCapture,
-    PaddingPenalty,
-    ScalingMeasurement,
-    StepTiming,
-    capture_kernels,
-    measure_scaling,
-    padding_penalty,
-    time_loss,
-    time_step,
-)
-from probewise.throughput.scaling import (
-    ExtrapolationWarning,
-    FitLoss,
-    LossName,
-    ScalingFit,
-    ScalingPoint,
-    Term,
-    Terms,
-)
-from probewise.throughput.sdpa import (
-    AttentionDtype,
-    BackendPrediction,
-    BackendRuling,
-    MaskKind,
-    SdpaBackend,
-    SdpaCall,
-    SdpaEnvironment,
-    predict_backend,
-)
-from probewise.throughput.traces import (
-    ChromeTraceSet,
-    LabelledRow,
-    ProfilerTableReading,
-    RowLabel,
-    read_chrome_traces,
-    read_profiler_tables,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from probewise.errors import (
+        ArgumentTypeError,
+        CalibrationError,
+        CrossDocumentAttentionError,
+        DamageKind,
+        EmptyChoicesError,
+        FastPathLostError,
+        InferenceServerError,
+        InputFileError,
+        InsufficientPointsError,
+        InvalidInputError,
+        LengthInputError,
+        MalformedResponseError,
+        MissingExtraError,
+        MixedJobsError,
+        ProbewiseError,
+        RubricError,
+        SealedError,
+        ServerStatusError,
+        ServerTimeoutError,
+        SweepNoOpError,
+        TraceFormatError,
+        UnsupportedModelError,
+    )
+    from probewise.responses.arms import (
+        BatchGenerate,
+        Generate,
+        JudgeAgreement,
+        McNemar,
+        OutcomeBucket,
+        OutcomePair,
+        PairedResult,
+        TransformersGenerator,
+        TransformersJudge,
+        run_arm,
+        run_arm_shards,
+        run_paired,
+    )
+    from probewise.responses.calibration import (
+        Calibration,
+        CorrectedComparison,
+        CorrectedRate,
+        CorrectionMethod,
+        HumanLabel,
+        RubricBucket,
+        ThreeWayRates,
+    )
+    from probewise.responses.classify import (
+        Completion,
+        Judge,
+        JudgeVerdict,
+        classify,
+        judge_completion,
+        normalise,
+    )
+    from probewise.responses.control import ControlState, ControlVerdict, compare_arms
+    from probewise.responses.generators import OpenAICompatibleGenerator
+    from probewise.responses.outcome import (
+        Complied,
+        Deflected,
+        Empty,
+        Error,
+        ErrorKind,
+        FinishReason,
+        Outcome,
+        Refused,
+    )
+    from probewise.responses.rubric import Rubric, Rule
+    from probewise.responses.sealed import Sealed
+    from probewise.responses.tally import ArmTally, Proportion
+    from probewise.throughput._ce_memory import LogitMemory, measure_bytes_per_logit
+    from probewise.throughput._length_input import (
+        LengthInput,
+        as_lengths,
+        read_lengths,
+        tokenize_lengths,
+    )
+    from probewise.throughput._torch_dtype import TorchDtype
+    from probewise.throughput.buckets import (
+        Batcher,
+        Batching,
+        BucketRow,
+        BucketStrategy,
+        BucketSweep,
+        bucket_batches,
+        megabatch_batches,
+        random_batches,
+        sweep_buckets,
+    )
+    from probewise.throughput.kernels import (
+        Damage,
+        Exclusion,
+        ExclusionReason,
+        KernelChange,
+        KernelDiff,
+        KernelKind,
+        KernelRow,
+        KernelTable,
+        StepBreakdown,
+        TraceSource,
+    )
+    from probewise.throughput.lengths import (
+        BatchingMode,
+        ChunkPlan,
+        HistogramBin,
+        Lengths,
+        LengthStats,
+        LogitsDtype,
+        PaddingReport,
+        ce_chunk_plan,
+        padding_waste,
+    )
+    from probewise.throughput.masks import (
+        Band,
+        BandKind,
+        GqaHandling,
+        LayerAttention,
+        MaskReport,
+        MaskScenario,
+        Packing,
+        Padding,
+        bundled_configs,
+        probe_masks,
+    )
+    from probewise.throughput.profile import (
+        Clock,
+        CpuOpRow,
+        KernelCapture,
+        PaddingPenalty,
+        ScalingMeasurement,
+        StepTiming,
+        capture_kernels,
+        measure_scaling,
+        padding_penalty,
+        time_loss,
+        time_step,
+    )
+    from probewise.throughput.scaling import (
+        ExtrapolationWarning,
+        FitLoss,
+        LossName,
+        ScalingFit,
+        ScalingPoint,
+        Term,
+        Terms,
+    )
+    from probewise.throughput.sdpa import (
+        AttentionDtype,
+        BackendPrediction,
+        BackendRuling,
+        MaskKind,
+        SdpaBackend,
+        SdpaCall,
+        SdpaEnvironment,
+        predict_backend,
+    )
+    from probewise.throughput.traces import (
+        ChromeTraceSet,
+        LabelledRow,
+        ProfilerTableReading,
+        RowLabel,
+        read_chrome_traces,
+        read_profiler_tables,
+    )
+
+# Where each public name is defined: the same modules and names as the block above.
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "probewise.errors": (
+        "ArgumentTypeError",
+        "CalibrationError",
+        "CrossDocumentAttentionError",
+        "DamageKind",
+        "EmptyChoicesError",
+        "FastPathLostError",
+        "InferenceServerError",
+        "InputFileError",
+        "InsufficientPointsError",
+        "InvalidInputError",
+        "LengthInputError",
+        "MalformedResponseError",
+        "MissingExtraError",
+        "MixedJobsError",
+        "ProbewiseError",
+        "RubricError",
+        "SealedError",
+        "ServerStatusError",
+        "ServerTimeoutError",
+        "SweepNoOpError",
+        "TraceFormatError",
+        "UnsupportedModelError",
+    ),
+    "probewise.responses.arms": (
+        "BatchGenerate",
+        "Generate",
+        "JudgeAgreement",
+        "McNemar",
+        "OutcomeBucket",
+        "OutcomePair",
+        "PairedResult",
+        "TransformersGenerator",
+        "TransformersJudge",
+        "run_arm",
+        "run_arm_shards",
+        "run_paired",
+    ),
+    "probewise.responses.calibration": (
+        "Calibration",
+        "CorrectedComparison",
+        "CorrectedRate",
+        "CorrectionMethod",
+        "HumanLabel",
+        "RubricBucket",
+        "ThreeWayRates",
+    ),
+    "probewise.responses.classify": (
+        "Completion",
+        "Judge",
+        "JudgeVerdict",
+        "classify",
+        "judge_completion",
+        "normalise",
+    ),
+    "probewise.responses.control": (
+        "ControlState",
+        "ControlVerdict",
+        "compare_arms",
+    ),
+    "probewise.responses.generators": ("OpenAICompatibleGenerator",),
+    "probewise.responses.outcome": (
+        "Complied",
+        "Deflected",
+        "Empty",
+        "Error",
+        "ErrorKind",
+        "FinishReason",
+        "Outcome",
+        "Refused",
+    ),
+    "probewise.responses.rubric": (
+        "Rubric",
+        "Rule",
+    ),
+    "probewise.responses.sealed": ("Sealed",),
+    "probewise.responses.tally": (
+        "ArmTally",
+        "Proportion",
+    ),
+    "probewise.throughput._ce_memory": (
+        "LogitMemory",
+        "measure_bytes_per_logit",
+    ),
+    "probewise.throughput._length_input": (
+        "LengthInput",
+        "as_lengths",
+        "read_lengths",
+        "tokenize_lengths",
+    ),
+    "probewise.throughput._torch_dtype": ("TorchDtype",),
+    "probewise.throughput.buckets": (
+        "Batcher",
+        "Batching",
+        "BucketRow",
+        "BucketStrategy",
+        "BucketSweep",
+        "bucket_batches",
+        "megabatch_batches",
+        "random_batches",
+        "sweep_buckets",
+    ),
+    "probewise.throughput.kernels": (
+        "Damage",
+        "Exclusion",
+        "ExclusionReason",
+        "KernelChange",
+        "KernelDiff",
+        "KernelKind",
+        "KernelRow",
+        "KernelTable",
+        "StepBreakdown",
+        "TraceSource",
+    ),
+    "probewise.throughput.lengths": (
+        "BatchingMode",
+        "ChunkPlan",
+        "HistogramBin",
+        "Lengths",
+        "LengthStats",
+        "LogitsDtype",
+        "PaddingReport",
+        "ce_chunk_plan",
+        "padding_waste",
+    ),
+    "probewise.throughput.masks": (
+        "Band",
+        "BandKind",
+        "GqaHandling",
+        "LayerAttention",
+        "MaskReport",
+        "MaskScenario",
+        "Packing",
+        "Padding",
+        "bundled_configs",
+        "probe_masks",
+    ),
+    "probewise.throughput.profile": (
+        "Clock",
+        "CpuOpRow",
+        "KernelCapture",
+        "PaddingPenalty",
+        "ScalingMeasurement",
+        "StepTiming",
+        "capture_kernels",
+        "measure_scaling",
+        "padding_penalty",
+        "time_loss",
+        "time_step",
+    ),
+    "probewise.throughput.scaling": (
+        "ExtrapolationWarning",
+        "FitLoss",
+        "LossName",
+        "ScalingFit",
+        "ScalingPoint",
+        "Term",
+        "Terms",
+    ),
+    "probewise.throughput.sdpa": (
+        "AttentionDtype",
+        "BackendPrediction",
+        "BackendRuling",
+        "MaskKind",
+        "SdpaBackend",
+        "SdpaCall",
+        "SdpaEnvironment",
+        "predict_backend",
+    ),
+    "probewise.throughput.traces": (
+        "ChromeTraceSet",
+        "LabelledRow",
+        "ProfilerTableReading",
+        "RowLabel",
+        "read_chrome_traces",
+        "read_profiler_tables",
+    ),
+}
+_MODULE_OF: dict[str, str] = {name: module for module, names in _SOURCES.items() for name in names}
 
 __version__ = "0.1.0.dev0"
 
@@ -314,3 +509,17 @@ __all__ = [
     "time_step",
     "tokenize_lengths",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import the module that defines ``name`` on first use, and keep the value here."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'probewise' has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

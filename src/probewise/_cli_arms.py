@@ -1,36 +1,5 @@
-"""``probewise arms``: one prompt set through two models behind OpenAI-compatible servers.
-
-PROMPTS is a JSONL file of ``{"id": ..., "prompt": ...}`` records (ids are strings
-or integers), or a text file with one prompt per line (ids are the 1-based line
-numbers; blank lines are skipped). The format is JSONL when the first non-blank line
-starts with ``{``.
-
-Each arm's server comes from ``--a URL#MODEL`` / ``--b URL#MODEL``, or from one
-``--url URL`` with ``--model-a`` and ``--model-b`` (the two can be mixed: an arm's URL
-is its ``--a``/``--b`` URL or else ``--url``, its model the ``#MODEL`` part or else
-``--model-a``/``--model-b``). URL is where the API lives, e.g.
-``http://localhost:8000/v1``. An API key is read from the environment variable that
-``--api-key-env`` names, never from the command line.
-
-``--calibration FILE`` reads a :class:`~probewise.Calibration` saved as JSON
-(``json.dumps(calibration.to_dict())``, from a sample of the same rubric's outcomes
-against human labels) and also prints both arms' declined rates corrected for the
-rubric's measured error, with their difference and its interval
-(:meth:`~probewise.Calibration.compare`). A calibration that cannot correct (a rubric
-no better than chance on it) is an error, exit 2, after the run.
-
-Both arms run through :func:`~probewise.run_paired` with
-:class:`~probewise.OpenAICompatibleGenerator`; it prints the tallies with Wilson
-intervals, the control verdict and the exact McNemar test per bucket. Completions are
-classified as they arrive and never written anywhere; ``--checkpoint PATH`` keeps
-outcomes only (``PATH`` with ``.a``/``.b`` before the suffix) and a rerun of the same
-command resumes from them.
-
-Exit status: 0 when the run completed, every prompt in both arms classified; 1 when
-it did not: some prompts ended in the Error bucket (no usable answer from the server
-after the retries; the report is printed, the Error rows say how many), or the run
-was interrupted (nothing printed; the checkpoint keeps every finished batch); 2 for
-bad input (one line on stderr).
+"""``probewise arms``: runs the command (what it does: ``ARMS_DESCRIPTION`` in
+probewise._cli_parsers, which builds its parser and is its ``--help``).
 """
 
 from __future__ import annotations
@@ -57,58 +26,6 @@ from probewise.responses.tally import ArmTally
 class _Target:
     url: str
     model: str
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "arms",
-        help="run a prompt set through two models on OpenAI-compatible servers; compare",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("prompts", type=Path, metavar="PROMPTS", help="JSONL or one prompt a line")
-    parser.add_argument("--a", metavar="URL[#MODEL]", help="arm A's server (and model)")
-    parser.add_argument("--b", metavar="URL[#MODEL]", help="arm B's server (and model)")
-    parser.add_argument("--url", metavar="URL", help="the server of an arm that --a/--b leave out")
-    parser.add_argument("--model-a", metavar="MODEL", help="arm A's model, if --a has no #MODEL")
-    parser.add_argument("--model-b", metavar="MODEL", help="arm B's model, if --b has no #MODEL")
-    parser.add_argument(
-        "--max-tokens", type=int, default=256, metavar="N", help="tokens per completion (256)"
-    )
-    parser.add_argument(
-        "--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (0)"
-    )
-    parser.add_argument(
-        "--concurrency", type=int, default=8, metavar="N", help="requests in flight per arm (8)"
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=60.0, metavar="S", help="seconds per network wait (60)"
-    )
-    parser.add_argument(
-        "--retries", type=int, default=3, metavar="N", help="retries on 408/429/5xx/timeouts (3)"
-    )
-    parser.add_argument(
-        "--completions",
-        action="store_true",
-        help="POST /completions with the raw prompt instead of /chat/completions",
-    )
-    parser.add_argument("--system-prompt", metavar="TEXT", help="a system message for chat")
-    parser.add_argument(
-        "--api-key-env", metavar="VAR", help="the environment variable that holds the API key"
-    )
-    parser.add_argument(
-        "--checkpoint", type=Path, metavar="PATH", help="outcomes file(s) to resume from"
-    )
-    parser.add_argument(
-        "--calibration",
-        type=Path,
-        metavar="FILE",
-        help="a Calibration saved as JSON (Calibration.to_dict): also print the declined "
-        "rates corrected for the rubric's measured error",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.set_defaults(handler=run)
 
 
 def read_prompts(path: Path) -> dict[str | int, str]:

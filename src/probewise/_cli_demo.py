@@ -1,12 +1,5 @@
-"""``probewise demo``: a two-arm run over built-in made-up completions, then a real one.
-
-Part 1: completions invented for the demo; like real ones they are classified and
-dropped, and only counts are printed. Part 2 (skip it with ``--no-model``): two
-tiny Llama models built from a config with random weights (seeds 0 and 1) and a
-word-level tokenizer built in code, nothing downloaded, generate for real over the
-same made-up prompts through :class:`TransformersGenerator`; :func:`run_paired`
-prints the paired result. Random weights say nothing about any real model: the
-part shows the whole path, generation to paired test, running.
+"""``probewise demo``: runs the command (what it does: ``DEMO_DESCRIPTION`` in
+probewise._cli_parsers, which builds its parser and is its ``--help``).
 """
 
 from __future__ import annotations
@@ -63,19 +56,6 @@ _ARM_B: tuple[tuple[str, FinishReason], ...] = (
 
 def _tally(arm: tuple[tuple[str, FinishReason], ...]) -> ArmTally:
     return ArmTally.of(classify(Completion(text, finish)) for text, finish in arm)
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help="two arms of built-in made-up completions: tallies, intervals, control verdict",
-        description=__doc__,
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument(
-        "--no-model", action="store_true", help="skip part 2 (the tiny local models)"
-    )
-    parser.set_defaults(handler=run)
 
 
 _ROWS: tuple[tuple[str, Bucket, Literal["answered", "all"]], ...] = (

@@ -19,36 +19,6 @@ from probewise.throughput._length_input import read_regular_file
 from probewise.throughput.scaling import FitLoss, ScalingFit, ScalingPoint
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "fit",
-        help="fit seconds = quadratic*b*L^2 + linear*b*L + fixed to timed steps",
-        description=(
-            "Fit step time against sequence length with three terms (attention-like, "
-            "per-token, fixed per step), non-negative, from three or more distinct lengths."
-        ),
-    )
-    parser.add_argument(
-        "points",
-        nargs="+",
-        metavar="POINT",
-        help="LENGTH:SECONDS[:BATCH], or a CSV file of length,seconds[,batch]",
-    )
-    parser.add_argument("--batch", type=int, default=1, help="batch of points without one (1)")
-    parser.add_argument(
-        "--loss",
-        choices=[m.value for m in FitLoss],
-        default=FitLoss.LINEAR.value,
-        help="linear (least squares) or soft_l1 (robust to an outlier)",
-    )
-    parser.add_argument(
-        "--at", type=int, metavar="L", help="length for the term shares (default: the largest)"
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
-    parser.add_argument("--plot", metavar="OUT.png", help="write a PNG of the fit (matplotlib)")
-    parser.set_defaults(handler=_run)
-
-
 def _point(text: str, batch: int, where: str) -> ScalingPoint:
     parts = [p.strip() for p in text.split(":")]
     if len(parts) not in (2, 3):
@@ -104,7 +74,7 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
     if int(args.batch) < 1:
         raise InvalidInputError(f"--batch must be >= 1, got {args.batch}")
     points = read_points([str(p) for p in args.points], int(args.batch))

@@ -47,69 +47,6 @@ _UNITS = {
 }
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "lengths",
-        help="length distribution, padding waste, bucket sweep and CE chunk plan",
-        description=(
-            "Before a job, from the data alone: the length distribution, the padding a "
-            "batching wastes, a bucket-size sweep against random batches and HF-style "
-            "grouping, and how to chunk the cross-entropy to fit a memory budget."
-        ),
-    )
-    add_input_arguments(parser)
-    batching = parser.add_mutually_exclusive_group()
-    batching.add_argument("--batch-size", type=int, metavar="N", help="N sequences per batch")
-    batching.add_argument(
-        "--tokens-per-batch", type=int, metavar="T", help="greedy batches of <= T padded tokens"
-    )
-    batching.add_argument("--pack-to", type=int, metavar="T", help="pack into rows of T tokens")
-    parser.add_argument(
-        "--sweep",
-        metavar="W,W,...",
-        help="bucket widths in tokens to sweep (needs --batch-size), e.g. 64,256,1024,4096",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the sweep's shuffles (0)")
-    parser.add_argument("--vocab", type=int, metavar="V", help="vocabulary size, for a CE plan")
-    parser.add_argument(
-        "--budget", metavar="BYTES", help="CE memory budget, e.g. 8GiB, 512MiB, 2e9 (with --vocab)"
-    )
-    parser.add_argument(
-        "--logits-dtype",
-        default="bf16",
-        help="dtype of the logits: bf16, fp16, fp32 (bf16)",
-    )
-    parser.add_argument(
-        "--bytes-per-logit",
-        type=float,
-        metavar="X",
-        help="your loss's peak bytes per logit element (measure_bytes_per_logit)",
-    )
-    parser.add_argument(
-        "--ce-tokens",
-        type=int,
-        metavar="N",
-        help="tokens per step for the CE plan (default: the batching's largest batch)",
-    )
-    parser.add_argument(
-        "--bins-per-octave", type=int, default=2, metavar="K", help="histogram bins (2)"
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
-    parser.add_argument(
-        "--plot", metavar="OUT.png", help="write a PNG of the histogram and the sweep (matplotlib)"
-    )
-    parser.set_defaults(handler=_run)
-
-
-def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """FILE and how to read it: the options ``lengths`` and ``buckets`` share (see :func:`_load`)."""
-    parser.add_argument("file", metavar="FILE", help="lengths (one per line) or JSONL")
-    parser.add_argument("--field", default="length", help="JSONL length field (length)")
-    parser.add_argument("--source-field", metavar="S", help="JSONL field naming the source")
-    parser.add_argument("--tokenizer", metavar="DIR", help="tokenize FILE's texts with this")
-    parser.add_argument("--text-field", default="text", help="JSONL text field (text)")
-
-
 def parse_bytes(text: str) -> int:
     """``8GiB``, ``512 MiB``, ``2e9``, ``1.5G`` (K/M/G/T alone are binary) as bytes."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
@@ -187,7 +124,7 @@ def _plan(
     )
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
     if args.sweep is not None and args.batch_size is None:
         raise InvalidInputError("--sweep needs --batch-size (the batch size to sweep at)")
     sizes = None if args.sweep is None else _parse_sweep(str(args.sweep))

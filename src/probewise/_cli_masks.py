@@ -17,95 +17,7 @@ from probewise.errors import InvalidInputError
 if TYPE_CHECKING:
     from probewise.throughput.masks import LayerAttention, MaskReport, MaskScenario
 
-_PACKING_CHOICES = ("position-ids", "all-ones-mask")
-_USE_CACHE_CHOICES = ("config", "on", "off")
 _USE_CACHE: dict[str, bool | None] = {"config": None, "on": True, "off": False}
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "masks",
-        help="per-layer attention masks and predicted SDPA backends, from a config",
-        description=(
-            "Build the transformers model for CONFIG (no weights, no GPU), run one "
-            "forward on the scenario and print, per attention layer, the mask SDPA got, "
-            "is_causal, the band structure, GQA handling and the CUDA backend it would "
-            "use. Exits 1 when --assert-fast fails or packed documents attend across."
-        ),
-    )
-    parser.add_argument(
-        "config", metavar="CONFIG", nargs="?", help="config.json, its folder, or a bundled name"
-    )
-    parser.add_argument("--list", action="store_true", help="list the bundled configs and exit")
-    add_scenario_arguments(parser, seq_default=4096, batch_default=1)
-    parser.add_argument(
-        "--assert-fast",
-        metavar="TYPE",
-        action="append",
-        help="fail unless layers of TYPE keep the fast path (repeatable; 'all' for every layer)",
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
-    parser.set_defaults(handler=_run)
-
-
-def add_scenario_arguments(
-    parser: argparse.ArgumentParser, *, seq_default: int, batch_default: int
-) -> None:
-    """The batch the mask probe runs: shared by ``masks`` and ``preflight``."""
-    parser.add_argument(
-        "--seq", type=int, default=seq_default, metavar="L", help=f"tokens per row ({seq_default})"
-    )
-    parser.add_argument(
-        "--batch", type=int, default=batch_default, metavar="B", help=f"rows ({batch_default})"
-    )
-    parser.add_argument(
-        "--padding",
-        choices=("none", "right", "left"),
-        default="none",
-        help="pad every row, on this side: row b keeps L - (b+1)*L/(2B) tokens (none)",
-    )
-    parser.add_argument(
-        "--packed",
-        nargs="?",
-        const="position-ids",
-        choices=_PACKING_CHOICES,
-        metavar="HOW",
-        help=(
-            "rows pack several documents: marked by position-ids alone (the default), or "
-            "by position ids plus an all-ones attention mask (all-ones-mask)"
-        ),
-    )
-    parser.add_argument(
-        "--documents",
-        metavar="N,N,...",
-        help="with --packed: the document lengths of each row (four equal ones)",
-    )
-    parser.add_argument(
-        "--dtype", default="bf16", help="dtype the model runs in: bf16, fp16, fp32 (bf16)"
-    )
-    parser.add_argument(
-        "--capability",
-        default="9.0",
-        metavar="X.Y",
-        help="CUDA compute capability to predict for (9.0: H100/H200; 8.0: A100)",
-    )
-    parser.add_argument(
-        "--inference", action="store_true", help="an inference forward, not a training step"
-    )
-    parser.add_argument(
-        "--use-cache",
-        choices=_USE_CACHE_CHOICES,
-        default="config",
-        help=(
-            "use_cache in the forward: config (pass nothing, so the config's own value "
-            "applies, as in a plain model(**batch)), on or off (config)"
-        ),
-    )
-    parser.add_argument(
-        "--gradient-checkpointing",
-        action="store_true",
-        help="the model has gradient checkpointing on (in training it turns the cache off)",
-    )
 
 
 def parse_capability(text: str) -> tuple[int, int]:
@@ -317,7 +229,7 @@ def _same_row(a: LayerAttention, b: LayerAttention) -> bool:
     )
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
     from probewise.errors import CrossDocumentAttentionError, FastPathLostError
     from probewise.throughput.masks import bundled_configs
 

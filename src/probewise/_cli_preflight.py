@@ -25,7 +25,6 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise._cli_masks import (
-    add_scenario_arguments,
     forward_description,
     print_table,
     report_document,
@@ -37,7 +36,6 @@ from probewise.throughput.masks import BandKind, _ranges
 if TYPE_CHECKING:
     from probewise.throughput.masks import MaskReport
 
-DEFAULT_CONFIG = "gemma3-27b"
 SYNTHETIC_SEED = 0
 SYNTHETIC_SIZE = 20_000
 DEFAULT_WIDTHS = (64, 256, 1024, 4096)
@@ -58,54 +56,6 @@ class Check:
     status: Status
     detail: str
     figures: dict[str, object] = attrs.field(factory=dict[str, object])
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "preflight",
-        help="the pre-launch checks: attention masks, padding, bucketing (no GPU)",
-        description=(
-            "Run the mask probe and the data-side probes for a job and print one page "
-            "with a pass/warn/fail line per check. Exits 1 when a check fails. With no "
-            "arguments: a bundled Gemma 3 27B-shaped config and a synthetic length sample."
-        ),
-    )
-    parser.add_argument(
-        "--config",
-        default=DEFAULT_CONFIG,
-        metavar="CONFIG",
-        help=f"config.json, its folder, or a bundled name ({DEFAULT_CONFIG})",
-    )
-    parser.add_argument(
-        "--lengths",
-        metavar="FILE",
-        help="the job's sequence lengths, one per line or JSONL (a synthetic sample)",
-    )
-    parser.add_argument("--field", default="length", help="JSONL length field (length)")
-    parser.add_argument(
-        "--tokenizer",
-        metavar="DIR",
-        help="--lengths is a JSONL of texts: tokenize them with this local tokenizer folder",
-    )
-    parser.add_argument("--text-field", default="text", help="JSONL text field (text)")
-    add_scenario_arguments(parser, seq_default=8192, batch_default=2)
-    parser.add_argument(
-        "--expect-fast",
-        metavar="TYPE",
-        action="append",
-        default=[],
-        help="fail unless layers of TYPE keep the fast path (repeatable; 'all')",
-    )
-    parser.add_argument(
-        "--max-waste",
-        type=float,
-        default=0.25,
-        metavar="SHARE",
-        help="warn when padding wastes more than this share of the batch (0.25)",
-    )
-    parser.add_argument("--table", action="store_true", help="also print the per-layer mask table")
-    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
-    parser.set_defaults(handler=_run)
 
 
 def synthetic_lengths() -> npt.NDArray[np.int64]:
@@ -304,7 +254,7 @@ def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]
     return np.asarray(data.lengths, dtype=np.int64), str(path)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
     if not 0.0 <= float(args.max_waste) <= 1.0:
         raise InvalidInputError(f"--max-waste must be in [0, 1], got {args.max_waste}")
     _check_inputs(args)

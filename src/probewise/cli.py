@@ -1,8 +1,13 @@
 """The ``probewise`` command.
 
-Each subcommand lives in a private module ``probewise._cli_<name>`` that defines
-``register(subparsers)``; ``register`` adds the subcommand's parser and sets its
-``handler`` default to a function ``(argparse.Namespace) -> int`` (the exit status).
+The parser is built before anything heavy is imported: every subcommand's name, help
+and arguments come from :mod:`probewise._cli_parsers` (standard library only), and the
+module that runs a subcommand (``probewise._cli_<name>``, with its numpy, scipy or
+torch) is imported only when that subcommand runs, through its ``handler`` default, a
+function ``(argparse.Namespace) -> int`` (the exit status). So ``probewise --help`` and
+``probewise CMD --help`` import none of them. The exception is a subcommand whose own
+module still builds its parser (``kernels``): ``probewise --help`` lists it from its
+help line alone, and its module is imported to parse its arguments, ``--help`` included.
 Conventions: ``--json`` prints one JSON document for machines; without it, readable
 tables for people.
 
@@ -30,8 +35,9 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final, cast
+from typing import Final, cast, final
 
+from probewise._cli_parsers import COMMANDS
 from probewise.errors import ProbewiseError
 
 __all__ = ["build_parser", "main"]
@@ -45,22 +51,36 @@ EXIT_INTERRUPTED: Final = 130
 DEBUG_ENV: Final = "PROBEWISE_DEBUG"
 """Set to ``1`` to print the full traceback of an internal error."""
 
-_SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "probewise._cli_preflight",
-    "probewise._cli_masks",
-    "probewise._cli_demo",
-    "probewise._cli_kernels",
-    "probewise._cli_lengths",
-    "probewise._cli_buckets",
-    "probewise._cli_fit",
-    "probewise._cli_arms",
-)
-
 Handler = Callable[[argparse.Namespace], int]
 
+_UNBUILT = "_probewise_unbuilt"
+"""Namespace attribute set by a subcommand listed without its parser (see build_parser)."""
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered."""
+
+@final
+class _Deferred:
+    """A subcommand's handler: imports its module on the first call (on dispatch) and
+    calls the function there (looked up then, so that a patched one is the one run)."""
+
+    __slots__ = ("function", "module")
+
+    def __init__(self, module: str, function: str) -> None:
+        self.module = module
+        self.function = function
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        run = cast("Handler", getattr(importlib.import_module(self.module), self.function))
+        return run(args)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered.
+
+    Imports no subcommand's module, except ``command``'s when its parser is built by
+    its module (``kernels``); such a subcommand is otherwise listed with its help line
+    and an empty parser, which :func:`main` replaces by parsing again with
+    ``build_parser(command)`` when that subcommand is chosen.
+    """
     parser = argparse.ArgumentParser(
         prog="probewise",
         description="Measurement discipline for model probes.",
@@ -69,13 +89,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"probewise {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in _SUBCOMMAND_MODULES:
-        module = importlib.import_module(name)
-        register = cast(
-            "Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]", module.register
-        )
-        register(subparsers)
+    for spec in COMMANDS:
+        if spec.add_arguments is not None:
+            sub = subparsers.add_parser(
+                spec.name,
+                help=spec.help,
+                description=spec.description,
+                formatter_class=(
+                    argparse.RawDescriptionHelpFormatter
+                    if spec.raw_description
+                    else argparse.HelpFormatter
+                ),
+            )
+            spec.add_arguments(sub)
+            sub.set_defaults(handler=_Deferred(spec.module, spec.run))
+        elif spec.name == command:
+            register = cast(
+                "Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]",
+                importlib.import_module(spec.module).register,
+            )
+            register(subparsers)
+        else:
+            # Takes no arguments and no --help: whatever follows is left unparsed for
+            # main, which parses the command line again with this subcommand built.
+            sub = subparsers.add_parser(spec.name, help=spec.help, add_help=False)
+            sub.set_defaults(**{_UNBUILT: spec.name})
     return parser
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """``build_parser().parse_args(argv)``, building a subcommand listed without its
+    parser only when it is the one chosen."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    unbuilt = cast("str | None", getattr(args, _UNBUILT, None))
+    if unbuilt is not None:
+        return build_parser(unbuilt).parse_args(argv)
+    if unknown:  # as parse_args says it
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def _debug() -> bool:
@@ -112,9 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     prefix = "probewise"
     try:
-        # Inside the try: Ctrl-C while the subcommands import (torch can take seconds)
-        # is an interruption like any other, not a traceback.
-        args = build_parser().parse_args(argv)
+        # Inside the try: Ctrl-C while a subcommand's module imports (torch can take
+        # seconds) is an interruption like any other, not a traceback.
+        args = _parse(argv)
         prefix = f"probewise {args.command}"
         handler = cast("Handler", args.handler)
         return handler(args)

@@ -18,7 +18,7 @@ models' completions, not these sets, measure what ships.
 
 from __future__ import annotations
 
-from probewise.responses.rubric import Rubric, Rule, _vet
+from probewise.responses.rubric import Rubric, Rule, _vet_shipped
 
 __all__ = ["DEFAULT_DEFLECTION", "DEFAULT_PREAMBLE", "DEFAULT_REFUSAL", "DEFAULT_RUBRIC"]
 
@@ -393,7 +393,7 @@ DEFAULT_PREAMBLE: tuple[Rule, ...] = (
 # (see probewise.responses.rubric._gate) that lets classify() skip it on openings it
 # cannot match. Before the rubric is built: it collects the gates. (The preamble
 # rules' gates go unused: being vetted lets classify match them without the timer.)
-_vet((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION, *DEFAULT_PREAMBLE))
+_vet_shipped((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION, *DEFAULT_PREAMBLE))
 
 DEFAULT_RUBRIC: Rubric = Rubric(
     refusal=DEFAULT_REFUSAL, deflection=DEFAULT_DEFLECTION, preamble=DEFAULT_PREAMBLE

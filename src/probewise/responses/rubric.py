@@ -29,6 +29,8 @@ no gate: they are run exactly as before.
 from __future__ import annotations
 
 import functools
+import importlib.resources
+import json
 import re
 import types
 import warnings
@@ -769,7 +771,7 @@ def _gate(pattern: str, analysis: _Analysis | None = None) -> tuple[_Term, ...] 
         return None
 
 
-def _vet(rules: Iterable[Rule]) -> None:  # pyright: ignore[reportUnusedFunction]
+def _vet(rules: Iterable[Rule]) -> None:
     """Mark shipped rules: their gates prefilter them in classify(). (One analysis for
     all of them: they share parts.) A pattern the gate parser does not read gets a
     gate that every text passes."""
@@ -778,6 +780,72 @@ def _vet(rules: Iterable[Rule]) -> None:  # pyright: ignore[reportUnusedFunction
         gate = _gate(rule.pattern, analysis)
         object.__setattr__(rule, "_gate", gate if gate is not None else (_Term((), None),))
     _whole_words.cache_clear()
+
+
+# --- Shipped gates: derived at development time ---------------------------------------
+#
+# Deriving the shipped rules' gates takes a few tenths of a second, which every process
+# paid on its first Rubric.default(). scripts/build_gates.py derives them once, with
+# _vet's analysis, into _SHIPPED_GATES (keyed by pattern, canonical and sorted, so the
+# file is a pure function of the patterns); _vet_shipped reads it. A rule whose pattern
+# the file does not hold (the file is stale: a pattern changed since it was built) gets
+# its gate derived as before, so a stale file costs time, never soundness; the test
+# tests/responses/test_shipped_gates.py fails until the script is rerun.
+
+_SHIPPED_GATES = "_default_gates.json"
+_GATES_FORMAT = 1
+
+
+def _term_data(term: _Term) -> dict[str, object]:
+    # A term's word conditions all hold at once: their order is not part of its meaning
+    # (the derivation's order can vary with string hashing), so they are sorted here.
+    covers = sorted([sorted(cover.words), sorted(cover.extras)] for cover in term.words)
+    strings = None if term.strings is None else sorted(term.strings)
+    return {"words": covers, "strings": strings}
+
+
+def _term_of(data: Mapping[str, object]) -> _Term:
+    covers = cast("list[list[list[str]]]", data["words"])
+    strings = cast("list[str] | None", data["strings"])
+    return _Term(
+        tuple(_Cover(frozenset(words), frozenset(extras)) for words, extras in covers),
+        None if strings is None else frozenset(strings),
+    )
+
+
+def _gates_document(rules: Iterable[Rule]) -> str:  # pyright: ignore[reportUnusedFunction]
+    """The text of :data:`_SHIPPED_GATES` for ``rules``: their gates derived afresh."""
+    derived = [Rule(rule.id, rule.pattern) for rule in rules]  # leave the rules' own alone
+    _vet(derived)
+    gates = {rule.pattern: [_term_data(term) for term in rule._gate or ()] for rule in derived}
+    document = {
+        "format": _GATES_FORMAT,
+        "generated_by": "scripts/build_gates.py (do not edit; rerun it after changing a rule)",
+        "gates": gates,
+    }
+    return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=True) + "\n"
+
+
+def _vet_shipped(rules: Iterable[Rule]) -> None:  # pyright: ignore[reportUnusedFunction]
+    """:func:`_vet` for the shipped rules, with the gates read from :data:`_SHIPPED_GATES`
+    where it holds the rule's pattern, derived (as :func:`_vet` does) where it does not."""
+    try:
+        text = importlib.resources.files(__package__ or "").joinpath(_SHIPPED_GATES).read_text()
+        document = cast("dict[str, object]", json.loads(text))
+        stored = cast("dict[str, list[dict[str, object]]]", document["gates"])
+        if document.get("format") != _GATES_FORMAT:
+            stored = {}
+    except (OSError, ValueError, KeyError, TypeError):  # missing or damaged: derive them all
+        stored = {}
+    missing: list[Rule] = []
+    for rule in rules:
+        terms = stored.get(rule.pattern)
+        if terms:
+            object.__setattr__(rule, "_gate", tuple(_term_of(term) for term in terms))
+        else:
+            missing.append(rule)
+    if missing:
+        _vet(missing)
 
 
 # A text's letter runs: its UTF-8 bytes, every byte other than a-z made a space, split.

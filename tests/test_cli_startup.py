@@ -1,0 +1,158 @@
+"""Start-up: ``probewise --help`` and each subcommand's ``--help`` import nothing heavy,
+and the lazy package ``probewise`` exports exactly what it declares."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import probewise
+from probewise import FitLoss
+from probewise._cli_parsers import COMMANDS, FIT_LOSSES
+from probewise.cli import build_parser, main
+
+HEAVY = ("numpy", "scipy", "torch", "transformers", "regex", "msgspec", "httpx")
+# Their --help needs their module (it builds their parser): see probewise.cli.
+HEAVY_HELP = frozenset(spec.name for spec in COMMANDS if spec.add_arguments is None)
+LIGHT = [[], *([spec.name] for spec in COMMANDS if spec.name not in HEAVY_HELP)]
+
+# In a fresh interpreter: each command line's --help, then which heavy modules loaded.
+HELPS = """
+import contextlib, io, json, sys
+from probewise.cli import main
+codes = []
+for args in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            main([*args, "--help"])
+        except SystemExit as done:
+            codes.append([done.code, "usage: probewise" in out.getvalue()])
+heavy = json.loads(sys.argv[2])
+loaded = sorted(m for m in sys.modules if m.partition(".")[0] in heavy)
+print(json.dumps({"codes": codes, "loaded": loaded}))
+"""
+
+
+def _fresh(script: str, *args: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_help_imports_nothing_heavy() -> None:
+    result = _fresh(HELPS, json.dumps(LIGHT), json.dumps(HEAVY))
+    assert result["codes"] == [[0, True]] * len(LIGHT)
+    assert result["loaded"] == []
+
+
+def test_import_probewise_imports_nothing_heavy() -> None:
+    script = (
+        "import json, sys, probewise; heavy = json.loads(sys.argv[1]); "
+        "print(json.dumps({'loaded': sorted(m for m in sys.modules "
+        "if m.partition('.')[0] in heavy)}))"
+    )
+    assert _fresh(script, json.dumps(HEAVY))["loaded"] == []
+
+
+def test_only_kernels_help_is_heavy() -> None:
+    assert {"kernels"} == HEAVY_HELP
+
+
+@pytest.mark.parametrize("name", sorted(HEAVY_HELP))
+def test_a_command_listed_without_its_parser_has_the_help_line_it_registers(name: str) -> None:
+    listed = build_parser().format_help()
+    built = build_parser(name).format_help()
+    assert listed == built
+
+
+@pytest.mark.parametrize("name", sorted(HEAVY_HELP))
+def test_a_command_listed_without_its_parser_parses_with_its_own(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main([name, "x.json", "--no-such-option-anywhere"])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: probewise " in err
+    assert "unrecognized arguments: --no-such-option-anywhere" in err
+    with pytest.raises(SystemExit) as caught:
+        main([name, "--help"])
+    assert caught.value.code == 0
+    assert "--help" in capsys.readouterr().out
+
+
+def test_unknown_arguments_of_a_light_command_are_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["fit", "1:1", "--no-such-option-anywhere"])
+    assert caught.value.code == 2
+    assert "probewise: error: unrecognized arguments: --no-such-option-anywhere" in (
+        capsys.readouterr().err
+    )
+
+
+def test_every_command_runs_a_function_of_its_module() -> None:
+    for spec in COMMANDS:
+        module = importlib.import_module(spec.module)
+        if spec.add_arguments is None:
+            assert callable(getattr(module, "register", None)), spec.name
+        else:
+            assert callable(getattr(module, spec.run, None)), spec.name
+
+
+def test_fit_losses_are_the_fit_loss_values() -> None:
+    assert tuple(loss.value for loss in FitLoss) == FIT_LOSSES
+
+
+# --- The lazy package ----------------------------------------------------------------
+
+
+def _type_checking_imports() -> dict[str, tuple[str, ...]]:
+    """The ``if TYPE_CHECKING:`` block of probewise/__init__.py: module -> names."""
+    tree = ast.parse(Path(probewise.__file__).read_text())
+    (block,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    ]
+    found: dict[str, tuple[str, ...]] = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom)
+        assert node.module is not None
+        found[node.module] = tuple(alias.name for alias in node.names)
+    return found
+
+
+def test_the_lazy_names_are_the_declared_ones() -> None:
+    declared = _type_checking_imports()
+    assert declared == probewise._SOURCES
+    names = [name for names in declared.values() for name in names]
+    assert len(names) == len(set(names))
+    assert sorted([*names, "__version__"]) == sorted(probewise.__all__)
+    assert set(probewise.__all__) <= set(dir(probewise))
+
+
+def test_every_name_is_the_object_its_module_defines() -> None:
+    for module, names in probewise._SOURCES.items():
+        source = importlib.import_module(module)
+        for name in names:
+            assert getattr(probewise, name) is getattr(source, name), name
+    exec_globals: dict[str, object] = {}
+    exec("from probewise import *", exec_globals)
+    assert set(probewise.__all__) <= set(exec_globals)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = probewise.no_such_name  # type: ignore[attr-defined]
+    with pytest.raises(ImportError):
+        exec("from probewise import no_such_name", {})
