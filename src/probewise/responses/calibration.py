@@ -59,9 +59,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast, final
 
 import attrs
 
+from probewise._validation import checked_type
+from probewise._validation import count as _count
+from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, CalibrationError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
-from probewise.responses.tally import ArmTally, Proportion, _count, _unit_or_nan, checked_type
+from probewise.responses.tally import ArmTally, Proportion
 
 if TYPE_CHECKING:
     import numpy as np

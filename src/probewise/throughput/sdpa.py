@@ -87,8 +87,8 @@ from typing import Final, assert_never, final
 
 import attrs
 
+from probewise._validation import checked_type, positive
 from probewise.errors import InvalidInputError
-from probewise.throughput._checks import positive
 from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
 
 __all__ = [
@@ -474,10 +474,10 @@ class BackendPrediction:
     """One per backend, in torch's priority order for this GPU and environment."""
     capability: tuple[int, int] = attrs.field(converter=_to_capability)
     """The GPU's compute capability, ``(major, minor)``."""
-    rules_version: str = attrs.field(validator=attrs.validators.instance_of(str))
+    rules_version: str = attrs.field(validator=checked_type(str))
     """The torch version (and source commit) whose rules were applied."""
     environment: SdpaEnvironment = attrs.field(
-        default=DEFAULT_ENVIRONMENT, validator=attrs.validators.instance_of(SdpaEnvironment)
+        default=DEFAULT_ENVIRONMENT, validator=checked_type(SdpaEnvironment)
     )
     """The build and process settings assumed."""
 
