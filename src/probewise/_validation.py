@@ -96,14 +96,16 @@ def count(instance: object, attribute: attrs.Attribute[int], value: object) -> N
         raise InvalidInputError(f"{name} must be >= 0, got {value}")
 
 
-def non_negative_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def non_negative_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """An int >= 0; ValueError for any bad value (the field's builtin base)."""
     if not _is_int(value):
         raise InvalidInputError(
-            f"{attribute.name} must be a non-negative int, got {type(value).__name__}"
+            f"{_qualified(instance, attribute)} must be a non-negative int, got {type(value).__name__}"
         )
     if cast("int", value) < 0:
-        raise InvalidInputError(f"{attribute.name} must be a non-negative int, got {value}")
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be a non-negative int, got {value}"
+        )
 
 
 def optional_non_negative_int(
@@ -117,72 +119,72 @@ def optional_non_negative_int(
 # --------------------------------------------------------------------------- numbers
 
 
-def _below(attribute: attrs.Attribute[Any], value: object, bound: float) -> bool:
+def _below(name: str, value: object, bound: float) -> bool:
     """``value < bound``; a value that does not compare is refused by type."""
     try:
         return bool(cast("float", value) < bound)
     except TypeError:
-        raise ArgumentTypeError(
-            f"{attribute.name} must be a number, got {type(value).__name__}"
-        ) from None
+        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}") from None
 
 
-def _is_finite(attribute: attrs.Attribute[Any], value: object) -> bool:
+def _is_finite(name: str, value: object) -> bool:
     try:
         return math.isfinite(cast("float", value))
     except TypeError:
-        raise ArgumentTypeError(
-            f"{attribute.name} must be a number, got {type(value).__name__}"
-        ) from None
+        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}") from None
 
 
-def non_negative(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if _below(attribute, value, 0):
-        raise InvalidInputError(f"{attribute.name} must be >= 0, got {value}")
+def non_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if _below(_qualified(instance, attribute), value, 0):
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must be >= 0, got {value}")
 
 
-def positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if _below(attribute, value, 1):
-        raise InvalidInputError(f"{attribute.name} must be >= 1, got {value}")
+def positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if _below(_qualified(instance, attribute), value, 1):
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must be >= 1, got {value}")
 
 
 def optional_positive(
-    _instance: object, attribute: attrs.Attribute[int | None], value: int | None
+    instance: object, attribute: attrs.Attribute[int | None], value: int | None
 ) -> None:
-    if value is not None and _below(attribute, value, 1):
-        raise InvalidInputError(f"{attribute.name} must be >= 1 or None, got {value}")
+    if value is not None and _below(_qualified(instance, attribute), value, 1):
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be >= 1 or None, got {value}"
+        )
 
 
-def finite(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not _is_finite(attribute, value):
-        raise InvalidInputError(f"{attribute.name} must be finite, got {value}")
+def finite(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not _is_finite(_qualified(instance, attribute), value):
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must be finite, got {value}")
 
 
-def finite_non_negative(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not (_is_finite(attribute, value) and value >= 0.0):
-        raise InvalidInputError(f"{attribute.name} must be finite and >= 0, got {value}")
+def finite_non_negative(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not (_is_finite(_qualified(instance, attribute), value) and value >= 0.0):
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be finite and >= 0, got {value}"
+        )
 
 
-def _in_unit(attribute: attrs.Attribute[Any], value: object) -> bool:
+def _in_unit(name: str, value: object) -> bool:
     """``0 <= value <= 1`` (NaN is outside); a value that does not compare is refused by type."""
     try:
         return bool(0.0 <= cast("float", value) <= 1.0)
     except TypeError:
-        raise ArgumentTypeError(
-            f"{attribute.name} must be a number, got {type(value).__name__}"
-        ) from None
+        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}") from None
 
 
-def share(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not _in_unit(attribute, value):
-        raise InvalidInputError(f"{attribute.name} must be in [0, 1], got {value}")
+def share(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not _in_unit(_qualified(instance, attribute), value):
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must be in [0, 1], got {value}")
 
 
 def optional_share(
-    _instance: object, attribute: attrs.Attribute[float | None], value: float | None
+    instance: object, attribute: attrs.Attribute[float | None], value: float | None
 ) -> None:
-    if value is not None and not _in_unit(attribute, value):
-        raise InvalidInputError(f"{attribute.name} must be in [0, 1] or None, got {value}")
+    if value is not None and not _in_unit(_qualified(instance, attribute), value):
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be in [0, 1] or None, got {value}"
+        )
 
 
 def unit_or_nan(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
@@ -197,21 +199,23 @@ def unit_or_nan(instance: object, attribute: attrs.Attribute[float], value: obje
 # --------------------------------------------------------------------------- strings
 
 
-def non_empty_str(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+def non_empty_str(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
     """A str with at least one character; ValueError for any bad value."""
     if not isinstance(value, str):
         raise InvalidInputError(
-            f"{attribute.name} must be a non-empty str, got {type(value).__name__}"
+            f"{_qualified(instance, attribute)} must be a non-empty str, got {type(value).__name__}"
         )
     if not value:
-        raise InvalidInputError(f"{attribute.name} must be a non-empty str, got ''")
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be a non-empty str, got ''"
+        )
 
 
 def non_blank_str(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
     """A str with a character that is not whitespace; ValueError for any bad value."""
     non_empty_str(instance, attribute, value)
     if not cast("str", value).strip():
-        raise InvalidInputError(f"{attribute.name} must not be only whitespace")
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must not be only whitespace")
 
 
 # --------------------------------------------------------------------------- durations

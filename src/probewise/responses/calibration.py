@@ -270,7 +270,9 @@ class CorrectedRate:
 
 
 def _difference_bound(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
-    if not isinstance(value, float | int) or not (math.isnan(value) or -1.0 <= value <= 1.0):
+    if not isinstance(value, float | int):
+        raise InvalidInputError(f"{attribute.name} must lie in [-1, 1], got {type(value).__name__}")
+    if not (math.isnan(value) or -1.0 <= value <= 1.0):
         raise InvalidInputError(f"{attribute.name} must lie in [-1, 1], got {value!r}")
 
 
@@ -690,8 +692,12 @@ class Calibration:
 
 
 def _int_count(value: object, where: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidInputError(f"Calibration.{where} must be an int >= 0, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidInputError(
+            f"Calibration.{where} must be an int >= 0, got {type(value).__name__}"
+        )
+    if value < 0:
+        raise InvalidInputError(f"Calibration.{where} must be an int >= 0, got {value}")
     return value
 
 

@@ -17,7 +17,6 @@ from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outco
 __all__ = ["ArmTally", "Proportion"]
 
 
-
 @final
 @attrs.frozen(kw_only=True)
 class Proportion:

@@ -127,7 +127,7 @@ def measure_bytes_per_logit(
         ("seed", seed, 0),
     ):
         if isinstance(value, bool) or not isinstance(value, int):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidInputError(f"{name} must be an int, got {value!r}")
+            raise InvalidInputError(f"{name} must be an int, got {type(value).__name__}")
         if value < least:
             raise InvalidInputError(f"{name} must be >= {least}, got {value}")
     dtype = LogitsDtype.parse(logits_dtype)
