@@ -227,7 +227,8 @@ def duration(value: object) -> float:
         raise ArgumentTypeError(
             f"a duration must be a number of microseconds, got {type(value).__name__}"
         )
-    if not math.isfinite(value) or value < 0:
+    if not math.isfinite(value * 1000) or value < 0:
+        # value * 1000 (the ns grid) overflows past ~1.8e305 µs: refused, not an OverflowError.
         raise InvalidInputError(f"a duration must be finite and >= 0, got {value!r}")
     return round(value * 1000) / 1000
 
