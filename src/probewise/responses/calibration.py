@@ -132,8 +132,12 @@ def _matrix_validator(
         if len(row) != len(_LABELS):
             raise InvalidInputError(f"{attribute.name} rows must hold {len(_LABELS)} counts")
         for count in row:
-            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                raise InvalidInputError(f"{attribute.name} counts must be ints >= 0, got {count!r}")
+            if not isinstance(count, int) or isinstance(count, bool):
+                raise InvalidInputError(
+                    f"{attribute.name} counts must be ints >= 0, got {type(count).__name__}"
+                )
+            if count < 0:
+                raise InvalidInputError(f"{attribute.name} counts must be ints >= 0, got {count}")
 
 
 def _to_matrix(value: Iterable[Iterable[int]]) -> tuple[tuple[int, ...], ...]:
@@ -402,7 +406,9 @@ class Calibration:
     def count(self, bucket: RubricBucket, label: HumanLabel) -> int:
         """Outcomes the rubric put in ``bucket`` that a human labelled ``label``."""
         if bucket not in _ROWS:
-            raise ArgumentTypeError(f"not an answer's outcome class: {bucket!r}")
+            given = cast("object", bucket)
+            shown = given.__name__ if isinstance(given, type) else type(given).__name__
+            raise ArgumentTypeError(f"not an answer's outcome class: {shown}")
         return self.matrix[_ROWS.index(bucket)][_LABELS.index(label)]
 
     def _column(self, label: HumanLabel) -> int:
