@@ -500,26 +500,6 @@ def test_usage_errors_stay_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "invalid int value" in capsys.readouterr().err
 
 
-def test_every_error_class_also_derives_from_a_builtin() -> None:
-    """Each ProbewiseError subclass in probewise.errors is also a ValueError, OSError, ..."""
-    import probewise.errors as errors
-
-    classes = [
-        value
-        for value in vars(errors).values()
-        if isinstance(value, type)
-        and issubclass(value, errors.ProbewiseError)
-        and value is not errors.ProbewiseError
-    ]
-    assert len(classes) >= 11
-    generic = {errors.ProbewiseError, Exception, BaseException, object}
-    for cls in classes:
-        builtin = [
-            base for base in cls.__mro__ if base.__module__ == "builtins" and base not in generic
-        ]
-        assert builtin, f"{cls.__name__} derives from no builtin exception but Exception"
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

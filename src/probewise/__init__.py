@@ -515,7 +515,9 @@ def __getattr__(name: str) -> object:
     """Import the module that defines ``name`` on first use, and keep the value here."""
     module = _MODULE_OF.get(name)
     if module is None:
-        raise AttributeError(f"module 'probewise' has no attribute {name!r}")
+        raise AttributeError(
+            f"module 'probewise' has no attribute {name!r}"
+        )  # internal: the module __getattr__ protocol
     value: object = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

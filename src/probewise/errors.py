@@ -1,11 +1,25 @@
 """Every exception probewise raises, in one place.
 
-All of them derive from :class:`ProbewiseError`, and each also derives from the
-builtin exception that fits it (:class:`ValueError` for a bad value,
-:class:`OSError` for an unusable file, :class:`TypeError`, :class:`RuntimeError`,
-:class:`AssertionError` for a failed check), so code written against the builtins
-keeps catching them. Messages say what was wrong and what to do about it; none ever
-carries completion text.
+The contract:
+
+- Every error a user can cause (a bad argument, a bad file, a damaged trace, a
+  missing extra) is a :class:`ProbewiseError`, so ``except ProbewiseError`` catches
+  all of them, and the CLI turns each into one line on stderr with exit status 2.
+- Each subclass also derives from the builtin exception that fits it
+  (:class:`ValueError` for a bad value, :class:`TypeError` for a wrong type,
+  :class:`OSError` for an unusable file, :class:`ImportError` for a missing extra,
+  :class:`RuntimeError`, :class:`AssertionError` for a failed check), so code written
+  against the builtins keeps catching them.
+- Messages are one line that names the field (``Class.field``), the line or the file,
+  says what was wrong and what to do about it. A wrong-typed value is named by its
+  type, never shown: none ever carries completion text.
+- Value objects validate with ``probewise._validation``, never with
+  ``attrs.validators`` (whose messages echo the value).
+- The only bare builtin raises left in ``src/`` guard internal invariants (a bug in
+  probewise, never reachable from input) or follow a protocol (a module's
+  ``__getattr__`` raises :class:`AttributeError`); each carries a ``# internal:``
+  comment saying why. ``tests/test_error_contract.py`` walks the source and fails
+  on any other.
 """
 
 from __future__ import annotations

@@ -59,9 +59,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast, final
 
 import attrs
 
+from probewise._validation import checked_type
+from probewise._validation import count as _count
+from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, CalibrationError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
-from probewise.responses.tally import ArmTally, Proportion, _count, _unit_or_nan, checked_type
+from probewise.responses.tally import ArmTally, Proportion
 
 if TYPE_CHECKING:
     import numpy as np
@@ -129,8 +132,12 @@ def _matrix_validator(
         if len(row) != len(_LABELS):
             raise InvalidInputError(f"{attribute.name} rows must hold {len(_LABELS)} counts")
         for count in row:
-            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                raise InvalidInputError(f"{attribute.name} counts must be ints >= 0, got {count!r}")
+            if not isinstance(count, int) or isinstance(count, bool):
+                raise InvalidInputError(
+                    f"{attribute.name} counts must be ints >= 0, got {type(count).__name__}"
+                )
+            if count < 0:
+                raise InvalidInputError(f"{attribute.name} counts must be ints >= 0, got {count}")
 
 
 def _to_matrix(value: Iterable[Iterable[int]]) -> tuple[tuple[int, ...], ...]:
@@ -267,7 +274,9 @@ class CorrectedRate:
 
 
 def _difference_bound(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
-    if not isinstance(value, float | int) or not (math.isnan(value) or -1.0 <= value <= 1.0):
+    if not isinstance(value, float | int):
+        raise InvalidInputError(f"{attribute.name} must lie in [-1, 1], got {type(value).__name__}")
+    if not (math.isnan(value) or -1.0 <= value <= 1.0):
         raise InvalidInputError(f"{attribute.name} must lie in [-1, 1], got {value!r}")
 
 
@@ -397,7 +406,9 @@ class Calibration:
     def count(self, bucket: RubricBucket, label: HumanLabel) -> int:
         """Outcomes the rubric put in ``bucket`` that a human labelled ``label``."""
         if bucket not in _ROWS:
-            raise ArgumentTypeError(f"not an answer's outcome class: {bucket!r}")
+            given = cast("object", bucket)
+            shown = given.__name__ if isinstance(given, type) else type(given).__name__
+            raise ArgumentTypeError(f"not an answer's outcome class: {shown}")
         return self.matrix[_ROWS.index(bucket)][_LABELS.index(label)]
 
     def _column(self, label: HumanLabel) -> int:
@@ -687,8 +698,12 @@ class Calibration:
 
 
 def _int_count(value: object, where: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidInputError(f"Calibration.{where} must be an int >= 0, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidInputError(
+            f"Calibration.{where} must be an int >= 0, got {type(value).__name__}"
+        )
+    if value < 0:
+        raise InvalidInputError(f"Calibration.{where} must be an int >= 0, got {value}")
     return value
 
 

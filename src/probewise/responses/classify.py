@@ -238,7 +238,7 @@ class _Clock:
     def left(self) -> float:
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise TimeoutError
+            raise TimeoutError  # internal: caught by classify(), which returns Error(TIMEOUT)
         return left
 
 

@@ -8,10 +8,13 @@ from typing import cast, final
 
 import attrs
 
+from probewise._validation import checked_type
+from probewise._validation import count as _count
+from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses.calibration import Calibration, CorrectedComparison
 from probewise.responses.outcome import Deflected
-from probewise.responses.tally import ArmTally, Proportion, _count, _unit_or_nan, checked_type
+from probewise.responses.tally import ArmTally, Proportion
 
 __all__ = ["ControlState", "ControlVerdict", "compare_arms"]
 

@@ -397,17 +397,17 @@ def _text(name: str, value: object, *, what: str, empty: bool = False) -> None:
 
 
 def _count(name: str, value: object, least: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InvalidInputError(f"{name} must be an int >= {least}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{name} must be an int >= {least}, got {type(value).__name__}")
+    if value < least:
+        raise InvalidInputError(f"{name} must be an int >= {least}, got {value}")
 
 
 def _seconds(name: str, value: object, *, zero: bool) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-        or (value == 0 and not zero)
-    ):
-        bound = ">= 0" if zero else "> 0"
+    bound = ">= 0" if zero else "> 0"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(
+            f"{name} must be a finite number {bound}, got {type(value).__name__}"
+        )
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
         raise InvalidInputError(f"{name} must be a finite number {bound}, got {value!r}")

@@ -3,49 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from statistics import NormalDist
-from typing import Literal, TypeVar, assert_never, cast, final
+from typing import Literal, assert_never, cast, final
 
 import attrs
 
+from probewise._validation import count as _count
+from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
 
 __all__ = ["ArmTally", "Proportion"]
-
-_T = TypeVar("_T")
-
-
-def _count(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
-    # Wrong types are reported by type, never by value (it might be text).
-    name = f"{type(instance).__name__}.{attribute.name}"
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise InvalidInputError(f"{name} must be >= 0, got {value}")
-
-
-def checked_type(kind: type[_T]) -> Callable[[object, attrs.Attribute[_T], _T], None]:
-    """An attrs validator like ``attrs.validators.instance_of`` that raises
-    :class:`~probewise.ArgumentTypeError` and reports the wrong value's type only."""
-
-    def check(instance: object, attribute: attrs.Attribute[_T], value: _T) -> None:
-        if not isinstance(cast("object", value), kind):
-            raise ArgumentTypeError(
-                f"{type(instance).__name__}.{attribute.name} must be a {kind.__name__}, "
-                f"got {type(value).__name__}"
-            )
-
-    return check
-
-
-def _unit_or_nan(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
-    name = f"{type(instance).__name__}.{attribute.name}"
-    if isinstance(value, bool) or not isinstance(value, float | int):
-        raise ArgumentTypeError(f"{name} must be a float, got {type(value).__name__}")
-    if not (math.isnan(value) or 0.0 <= value <= 1.0):
-        raise InvalidInputError(f"{name} must lie in [0, 1], got {value!r}")
 
 
 @final

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, final
 import attrs
 
 from probewise._extras import Extra, requires
+from probewise._validation import checked_type, finite_non_negative, positive
 from probewise.errors import InvalidInputError
-from probewise.throughput._checks import finite_non_negative, positive
 from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.lengths import LogitsDtype
 
@@ -54,7 +54,7 @@ class LogitMemory:
 
     vocab_size: int = attrs.field(validator=positive)
     tokens: int = attrs.field(validator=positive)
-    logits_dtype: LogitsDtype = attrs.field(validator=attrs.validators.instance_of(LogitsDtype))
+    logits_dtype: LogitsDtype = attrs.field(validator=checked_type(LogitsDtype))
     backward: bool
     peak_bytes: int = attrs.field(validator=positive)
     logits_bytes: int = attrs.field(validator=positive)
@@ -127,7 +127,7 @@ def measure_bytes_per_logit(
         ("seed", seed, 0),
     ):
         if isinstance(value, bool) or not isinstance(value, int):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidInputError(f"{name} must be an int, got {value!r}")
+            raise InvalidInputError(f"{name} must be an int, got {type(value).__name__}")
         if value < least:
             raise InvalidInputError(f"{name} must be >= {least}, got {value}")
     dtype = LogitsDtype.parse(logits_dtype)

@@ -330,7 +330,9 @@ def read_lengths(
         reason = _text_line_reason(line)
         if reason is not None:
             raise LengthInputError(reason, path=str(file), line=number)
-    raise AssertionError("unreachable: a bad line was not found")  # pragma: no cover
+    raise AssertionError(
+        "unreachable: a bad line was not found"
+    )  # pragma: no cover  # internal: the fast path failed, so a line is bad
 
 
 def _text_line_reason(line: str) -> str | None:

@@ -19,8 +19,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise._validation import optional_positive, share
 from probewise.errors import InvalidInputError
-from probewise.throughput._checks import optional_positive, share
 
 __all__ = ["Band", "BandKind", "RowIntervals", "analyse_band", "crosses_documents"]
 

@@ -159,7 +159,15 @@ from typing import Final, NoReturn, assert_never, final
 
 import attrs
 
-from probewise.errors import DamageKind, TraceFormatError
+from probewise._validation import (
+    checked_type,
+    duration,
+    non_blank_str,
+    non_negative_int,
+    optional_duration,
+    optional_non_negative_int,
+)
+from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError, TraceFormatError
 from probewise.throughput.kernels import (
     Exclusion,
     ExclusionReason,
@@ -186,55 +194,28 @@ def _finite_or_none(
 ) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{attribute.name} must be a finite number or None, got {value!r}")
-
-
-def _duration(value: object) -> float:
-    """attrs converter: finite, non-negative µs, rounded to the 1 ns grid."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"a duration must be a number of microseconds, got {type(value).__name__}")
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"a duration must be finite and >= 0, got {value!r}")
-    return round(value * 1000) / 1000
-
-
-def _optional_duration(value: object) -> float | None:
-    return None if value is None else _duration(value)
+        raise InvalidInputError(
+            f"{attribute.name} must be a finite number or None, got {type(value).__name__}"
+        )
+    if not math.isfinite(value):
+        raise InvalidInputError(f"{attribute.name} must be a finite number or None, got {value!r}")
 
 
 def _non_negative(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise ValueError(f"{attribute.name} must be a finite number >= 0, got {value!r}")
-
-
-def _non_empty(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{attribute.name} must be a non-empty str, got {value!r}")
-
-
-def _optional_count(
-    _instance: object, attribute: attrs.Attribute[int | None], value: object
-) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise ValueError(f"{attribute.name} must be a non-negative int or None, got {value!r}")
-
-
-def _count(_instance: object, attribute: attrs.Attribute[int], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative int, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(
+            f"{attribute.name} must be a finite number >= 0, got {type(value).__name__}"
+        )
+    if not math.isfinite(value) or value < 0:
+        raise InvalidInputError(f"{attribute.name} must be a finite number >= 0, got {value!r}")
 
 
 def _strings(value: Iterable[object]) -> tuple[str, ...]:
     out: list[str] = []
     for item in value:
         if not isinstance(item, str):
-            raise TypeError(f"expected str, got {type(item).__name__}")
+            raise ArgumentTypeError(f"expected str, got {type(item).__name__}")
         out.append(item)
     return tuple(out)
 
@@ -243,7 +224,7 @@ def _labelled_rows(value: Iterable[object]) -> tuple[LabelledRow, ...]:
     out: list[LabelledRow] = []
     for item in value:
         if not isinstance(item, LabelledRow):
-            raise TypeError(f"rows must be LabelledRow, got {type(item).__name__}")
+            raise ArgumentTypeError(f"rows must be LabelledRow, got {type(item).__name__}")
         out.append(item)
     return tuple(out)
 
@@ -278,18 +259,18 @@ class LabelledRow:
     and for the op rows of a legacy table.
     """
 
-    name: str = attrs.field(validator=_non_empty)
-    label: RowLabel = attrs.field(validator=attrs.validators.instance_of(RowLabel))
-    reason: str = attrs.field(validator=_non_empty)
+    name: str = attrs.field(validator=non_blank_str)
+    label: RowLabel = attrs.field(validator=checked_type(RowLabel))
+    reason: str = attrs.field(validator=non_blank_str)
     self_device_us: float | None = attrs.field(validator=_finite_or_none)
     device_total_us: float | None = attrs.field(validator=_finite_or_none)
-    calls: int | None = attrs.field(validator=_optional_count)
-    truncated: bool = attrs.field(validator=attrs.validators.instance_of(bool))
-    counted: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    calls: int | None = attrs.field(validator=optional_non_negative_int)
+    truncated: bool = attrs.field(validator=checked_type(bool))
+    counted: bool = attrs.field(validator=checked_type(bool))
 
     def __attrs_post_init__(self) -> None:
         if self.label is RowLabel.KERNEL and not self.counted:
-            raise ValueError("a KERNEL row is always counted")
+            raise InvalidInputError("LabelledRow: a KERNEL row is always counted")
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
@@ -328,28 +309,28 @@ class ProfilerTableReading:
     merges, the footer gap).
     """
 
-    table: KernelTable = attrs.field(validator=attrs.validators.instance_of(KernelTable))
-    device: str = attrs.field(validator=_non_empty)
+    table: KernelTable = attrs.field(validator=checked_type(KernelTable))
+    device: str = attrs.field(validator=non_blank_str)
     rows: tuple[LabelledRow, ...] = attrs.field(converter=_labelled_rows)
-    legacy: bool = attrs.field(validator=attrs.validators.instance_of(bool))
-    footer_self_device_us: float | None = attrs.field(converter=_optional_duration)
-    footer_self_cpu_us: float | None = attrs.field(converter=_optional_duration)
-    kernel_sum_us: float = attrs.field(converter=_duration)
+    legacy: bool = attrs.field(validator=checked_type(bool))
+    footer_self_device_us: float | None = attrs.field(converter=optional_duration)
+    footer_self_cpu_us: float | None = attrs.field(converter=optional_duration)
+    kernel_sum_us: float = attrs.field(converter=duration)
     tolerance_us: float = attrs.field(validator=_non_negative)
-    hidden_device_us: float | None = attrs.field(converter=_optional_duration)
+    hidden_device_us: float | None = attrs.field(converter=optional_duration)
     possible_collisions: tuple[str, ...] = attrs.field(converter=_strings)
     columns: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    offset: int = attrs.field(default=0, validator=_count)
+    offset: int = attrs.field(default=0, validator=non_negative_int)
     notes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
 
     def __attrs_post_init__(self) -> None:
         if round(self.kernel_sum_us * 1000) != round(self.table.device_us * 1000):
-            raise ValueError(
-                f"kernel_sum_us ({self.kernel_sum_us}) must equal table.device_us "
+            raise InvalidInputError(
+                f"ProfilerTableReading: kernel_sum_us ({self.kernel_sum_us}) must equal table.device_us "
                 f"({self.table.device_us})"
             )
         if self.hidden_device_us is not None and self.footer_self_device_us is None:
-            raise ValueError("hidden_device_us needs a footer")
+            raise InvalidInputError("ProfilerTableReading: hidden_device_us needs a footer")
 
     @property
     def reconciled(self) -> bool:
@@ -1121,7 +1102,9 @@ def _exclusion_reason(verdict: _Verdict, device_ns: int) -> ExclusionReason:
         case RowLabel.AMBIGUOUS:
             return ExclusionReason.OTHER
         case RowLabel.KERNEL:
-            raise AssertionError("KERNEL rows are counted, never excluded")
+            raise AssertionError(
+                "KERNEL rows are counted, never excluded"
+            )  # internal: callers pass only excluded labels
         case _ as unreachable:
             assert_never(unreachable)
 

@@ -40,8 +40,9 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise._validation import non_negative, optional_share, share
 from probewise.errors import InvalidInputError, SweepNoOpError
-from probewise.throughput._checks import non_negative, optional_share, read_only, share
+from probewise.throughput._checks import read_only
 from probewise.throughput._length_input import MAX_LENGTH, LengthInput
 from probewise.throughput.lengths import Lengths, exact_dot, lengths_array
 

@@ -23,12 +23,21 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
-from typing import TYPE_CHECKING, Any, Final, assert_never, cast, final
+from typing import TYPE_CHECKING, Final, assert_never, cast, final
 
 import attrs
 import regex
 
-from probewise.errors import DamageKind, InvalidInputError
+from probewise._validation import (
+    checked_type,
+    duration,
+    non_empty_str,
+    non_negative_int,
+    optional_duration,
+    optional_non_negative_int,
+    optional_type,
+)
+from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -61,39 +70,14 @@ def _us(ns: int) -> float:
     return ns / 1000
 
 
-def _duration(value: object) -> float:
-    """attrs converter: a finite, non-negative number of µs, rounded to the 1 ns grid."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"a duration must be a number of microseconds, got {type(value).__name__}")
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"a duration must be finite and >= 0, got {value!r}")
-    return _us(round(value * 1000))
-
-
-def _optional_duration(value: object) -> float | None:
-    return None if value is None else _duration(value)
-
-
-def _count(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None and attribute.name == "calls":
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative int, got {value!r}")
-
-
-def _optional_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise ValueError(f"{attribute.name} must be a non-negative int or None, got {value!r}")
-
-
-def _non_empty(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{attribute.name} must be a non-empty str, got {value!r}")
-
-
 def _non_negative(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{what} must be a non-negative int, got {value!r}")
+        shown = (
+            value
+            if isinstance(value, int) and not isinstance(value, bool)
+            else type(value).__name__
+        )
+        raise InvalidInputError(f"{what} must be a non-negative int, got {shown}")
     return value
 
 
@@ -252,10 +236,10 @@ class KernelRow:
     ``# of Calls`` column). ``device_us`` is rounded to the 1 ns grid.
     """
 
-    name: str = attrs.field(validator=_non_empty)
-    calls: int | None = attrs.field(validator=_count)
-    device_us: float = attrs.field(converter=_duration)
-    kind: KernelKind = attrs.field(validator=attrs.validators.instance_of(KernelKind))
+    name: str = attrs.field(validator=non_empty_str)
+    calls: int | None = attrs.field(validator=optional_non_negative_int)
+    device_us: float = attrs.field(converter=duration)
+    kind: KernelKind = attrs.field(validator=checked_type(KernelKind))
 
     @classmethod
     def named(cls, name: str, *, calls: int | None, device_us: float) -> KernelRow:
@@ -302,9 +286,9 @@ class Exclusion:
     counted twice).
     """
 
-    reason: ExclusionReason = attrs.field(validator=attrs.validators.instance_of(ExclusionReason))
-    events: int = attrs.field(validator=_count)
-    total_us: float = attrs.field(converter=_duration, default=0.0)
+    reason: ExclusionReason = attrs.field(validator=checked_type(ExclusionReason))
+    events: int = attrs.field(validator=non_negative_int)
+    total_us: float = attrs.field(converter=duration, default=0.0)
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
@@ -320,12 +304,12 @@ class StepBreakdown:
     ``device_events`` counts the kernels, copies and fills attributed to it.
     """
 
-    step: int = attrs.field(validator=_count)
-    span_us: float = attrs.field(converter=_duration)
-    kernel_us: float = attrs.field(converter=_duration)
-    memcpy_us: float = attrs.field(converter=_duration)
-    memset_us: float = attrs.field(converter=_duration)
-    device_events: int = attrs.field(validator=_count)
+    step: int = attrs.field(validator=non_negative_int)
+    span_us: float = attrs.field(converter=duration)
+    kernel_us: float = attrs.field(converter=duration)
+    memcpy_us: float = attrs.field(converter=duration)
+    memset_us: float = attrs.field(converter=duration)
+    device_events: int = attrs.field(validator=non_negative_int)
 
     def __add__(self, other: StepBreakdown) -> StepBreakdown:
         if self.step != other.step:
@@ -361,10 +345,10 @@ class Damage:
     them are in the table); everything after the damage is lost.
     """
 
-    kind: DamageKind = attrs.field(validator=attrs.validators.instance_of(DamageKind))
-    offset: int = attrs.field(validator=_count)
-    message: str = attrs.field(validator=attrs.validators.instance_of(str))
-    events_kept: int = attrs.field(validator=_count)
+    kind: DamageKind = attrs.field(validator=checked_type(DamageKind))
+    offset: int = attrs.field(validator=non_negative_int)
+    message: str = attrs.field(validator=checked_type(str))
+    events_kept: int = attrs.field(validator=non_negative_int)
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
@@ -378,21 +362,21 @@ class Damage:
 
 def _notes(value: object) -> tuple[str, ...]:
     if not isinstance(value, tuple | list):
-        raise TypeError(f"notes must be a tuple of str, got {type(value).__name__}")
+        raise ArgumentTypeError(f"notes must be a tuple of str, got {type(value).__name__}")
     out = tuple(cast("tuple[object, ...] | list[object]", value))
     for item in out:
         if not isinstance(item, str):
-            raise TypeError(f"notes must be str, got {type(item).__name__}")
+            raise ArgumentTypeError(f"notes must be str, got {type(item).__name__}")
     return cast("tuple[str, ...]", out)
 
 
 def _names(value: object) -> tuple[str, ...]:
     if not isinstance(value, tuple | list):
-        raise TypeError(f"devices must be a tuple of str, got {type(value).__name__}")
+        raise ArgumentTypeError(f"devices must be a tuple of str, got {type(value).__name__}")
     out: list[str] = []
     for item in cast("tuple[object, ...] | list[object]", value):
         if not isinstance(item, str):
-            raise TypeError(f"device names must be str, got {type(item).__name__}")
+            raise ArgumentTypeError(f"device names must be str, got {type(item).__name__}")
         out.append(item)
     return tuple(out)
 
@@ -410,18 +394,14 @@ class TraceSource:
     file (a second ``traceEvents`` key, duplicated device events).
     """
 
-    path: str = attrs.field(validator=attrs.validators.instance_of(str))
-    rank: int | None = attrs.field(default=None, validator=_optional_int)
-    world_size: int | None = attrs.field(default=None, validator=_optional_int)
-    events: int = attrs.field(default=0, validator=_count)
+    path: str = attrs.field(validator=checked_type(str))
+    rank: int | None = attrs.field(default=None, validator=optional_non_negative_int)
+    world_size: int | None = attrs.field(default=None, validator=optional_non_negative_int)
+    events: int = attrs.field(default=0, validator=non_negative_int)
     devices: tuple[str, ...] = attrs.field(default=(), converter=_names)
-    display_time_unit: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
-    )
-    base_time_ns: int | None = attrs.field(default=None, validator=_optional_int)
-    damage: Damage | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Damage))
-    )
+    display_time_unit: str | None = attrs.field(default=None, validator=optional_type(str))
+    base_time_ns: int | None = attrs.field(default=None, validator=optional_non_negative_int)
+    damage: Damage | None = attrs.field(default=None, validator=optional_type(Damage))
     notes: tuple[str, ...] = attrs.field(default=(), converter=_notes)
 
     def to_dict(self) -> dict[str, object]:
@@ -459,8 +439,8 @@ class KernelChange:
 
     name: str
     kind: KernelKind
-    before_us: float = attrs.field(converter=_duration)
-    after_us: float = attrs.field(converter=_duration)
+    before_us: float = attrs.field(converter=duration)
+    after_us: float = attrs.field(converter=duration)
     before_calls: int | None
     after_calls: int | None
 
@@ -497,8 +477,8 @@ class KernelDiff:
     """Per-row changes between two tables, largest absolute change first."""
 
     changes: tuple[KernelChange, ...]
-    before_kernel_us: float = attrs.field(converter=_duration)
-    after_kernel_us: float = attrs.field(converter=_duration)
+    before_kernel_us: float = attrs.field(converter=duration)
+    after_kernel_us: float = attrs.field(converter=duration)
 
     @property
     def delta_kernel_us(self) -> float:
@@ -521,7 +501,7 @@ class KernelDiff:
 def _all_of(items: tuple[object, ...], cls: type, what: str) -> None:
     for item in items:
         if not isinstance(item, cls):
-            raise TypeError(f"{what}{type(item).__name__}")
+            raise ArgumentTypeError(f"{what}{type(item).__name__}")
 
 
 def _row_key(row: KernelRow) -> tuple[int, str, str]:
@@ -555,7 +535,7 @@ def _canonical_sources(items: Iterable[TraceSource]) -> tuple[TraceSource, ...]:
 
 def _unique(what: str, keys: Sequence[object]) -> None:
     if len(set(keys)) != len(keys):
-        raise ValueError(f"{what} must be unique; merge duplicates with KernelTable.of_rows")
+        raise InvalidInputError(f"{what} must be unique; merge duplicates with KernelTable.of_rows")
 
 
 @final
@@ -574,7 +554,7 @@ class KernelTable:
 
     rows: tuple[KernelRow, ...] = attrs.field(converter=_canonical_rows)
     excluded: tuple[Exclusion, ...] = attrs.field(default=(), converter=_canonical_exclusions)
-    naive_device_us: float | None = attrs.field(default=None, converter=_optional_duration)
+    naive_device_us: float | None = attrs.field(default=None, converter=optional_duration)
     steps: tuple[StepBreakdown, ...] = attrs.field(default=(), converter=_canonical_steps)
     sources: tuple[TraceSource, ...] = attrs.field(default=(), converter=_canonical_sources)
     kernel_us: float = attrs.field(init=False)
@@ -877,13 +857,13 @@ def _merge_exclusions(items: Iterable[Exclusion]) -> tuple[Exclusion, ...]:
 
 def _mapping(value: object, what: str) -> Mapping[str, object]:
     if not isinstance(value, dict):
-        raise TypeError(f"{what} must be an object")
+        raise ArgumentTypeError(f"{what} must be an object, got {type(value).__name__}")
     return {str(k): v for k, v in cast("dict[object, object]", value).items()}
 
 
 def _sequence(value: object, what: str) -> list[object]:
     if not isinstance(value, list):
-        raise TypeError(f"{what} must be an array")
+        raise ArgumentTypeError(f"{what} must be an array, got {type(value).__name__}")
     return list(cast("list[object]", value))
 
 
@@ -891,33 +871,33 @@ def _int_or_none(value: object) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an int or null, got {value!r}")
+        raise ArgumentTypeError(f"expected an int or null, got {type(value).__name__}")
     return value
 
 
 def _int(value: object) -> int:
     out = _int_or_none(value)
     if out is None:
-        raise TypeError("expected an int, got null")
+        raise ArgumentTypeError("expected an int, got null")
     return out
 
 
 def _float(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"expected a number, got {value!r}")
+        raise ArgumentTypeError(f"expected a number, got {type(value).__name__}")
     return float(value)
 
 
 def _str(value: object) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {value!r}")
+        raise ArgumentTypeError(f"expected a string, got {type(value).__name__}")
     return value
 
 
 def _table_from_dict(data: object) -> KernelTable:
     top = _mapping(data, "the document")
     if top.get("format") != _JSON_FORMAT:
-        raise ValueError(f"format must be {_JSON_FORMAT!r}")
+        raise InvalidInputError(f"format must be {_JSON_FORMAT!r}")
     rows = [
         KernelRow(
             name=_str(r["name"]),

@@ -37,8 +37,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise._validation import finite, non_negative, optional_positive, positive
 from probewise.errors import InvalidInputError, LengthInputError
-from probewise.throughput._checks import finite, non_negative, optional_positive, positive
 from probewise.throughput._length_input import MAX_LENGTH, LengthInput, as_lengths, shown_int
 from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
 

@@ -33,13 +33,13 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise._extras import Extra, requires
+from probewise._validation import non_negative, positive
 from probewise.errors import (
     CrossDocumentAttentionError,
     FastPathLostError,
     InvalidInputError,
     UnsupportedModelError,
 )
-from probewise.throughput._checks import non_negative, positive
 from probewise.throughput._mask_band import Band, BandKind, analyse_band, crosses_documents
 from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.sdpa import (

@@ -87,8 +87,8 @@ from typing import Final, assert_never, final
 
 import attrs
 
+from probewise._validation import checked_type, positive
 from probewise.errors import InvalidInputError
-from probewise.throughput._checks import positive
 from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
 
 __all__ = [
@@ -221,17 +221,17 @@ def _is_sequence(value: object) -> bool:
 
 def _strict_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if not _is_int(value):
-        raise InvalidInputError(f"{attribute.name} must be an int, got {value!r}")
+        raise InvalidInputError(f"{attribute.name} must be an int, got {type(value).__name__}")
 
 
 def _strict_bool(_instance: object, attribute: attrs.Attribute[bool], value: bool) -> None:
     if type(value) is not bool:
-        raise InvalidInputError(f"{attribute.name} must be a bool, got {value!r}")
+        raise InvalidInputError(f"{attribute.name} must be a bool, got {type(value).__name__}")
 
 
 def _dropout(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not _is_number(value):
-        raise InvalidInputError(f"{attribute.name} must be a number, got {value!r}")
+        raise InvalidInputError(f"{attribute.name} must be a number, got {type(value).__name__}")
     if not (math.isfinite(value) and 0.0 <= value < 1.0):
         raise InvalidInputError(f"{attribute.name} must be in [0, 1), got {value!r}")
 
@@ -239,7 +239,9 @@ def _dropout(_instance: object, attribute: attrs.Attribute[float], value: float)
 def _mask_kind(_instance: object, attribute: attrs.Attribute[MaskKind], value: MaskKind) -> None:
     if type(value) is not MaskKind:
         choices = ", ".join(kind.value for kind in MaskKind)
-        raise InvalidInputError(f"{attribute.name} must be a MaskKind ({choices}), got {value!r}")
+        raise InvalidInputError(
+            f"{attribute.name} must be a MaskKind ({choices}), got {type(value).__name__}"
+        )
 
 
 def _to_dtype(value: AttentionDtype | str | TorchDtype) -> AttentionDtype:
@@ -250,13 +252,17 @@ def _to_shape(value: Sequence[int] | None) -> tuple[int, ...] | None:
     if value is None:
         return None
     if not _is_sequence(value):
-        raise InvalidInputError(f"mask_shape must be a sequence of ints or None, got {value!r}")
+        raise InvalidInputError(
+            f"mask_shape must be a sequence of ints or None, got {type(value).__name__}"
+        )
     return tuple(value)
 
 
 def _pair(name: str, value: Sequence[int]) -> tuple[int, int]:
     if not _is_sequence(value) or len(value) != 2 or not all(_is_int(part) for part in value):
-        raise InvalidInputError(f"{name} must be a (major, minor) pair of ints, got {value!r}")
+        raise InvalidInputError(
+            f"{name} must be a (major, minor) pair of ints, got {type(value).__name__}"
+        )
     major, minor = value
     if major < 1 or minor < 0:
         raise InvalidInputError(f"{name} must have major >= 1 and minor >= 0, got {value!r}")
@@ -277,7 +283,9 @@ def _optional_version(
     if value is None:
         return
     if not _is_int(value):
-        raise InvalidInputError(f"{attribute.name} must be an int or None, got {value!r}")
+        raise InvalidInputError(
+            f"{attribute.name} must be an int or None, got {type(value).__name__}"
+        )
     if value < 1:
         raise InvalidInputError(f"{attribute.name} must be >= 1 or None, got {value}")
 
@@ -286,14 +294,18 @@ def _backend(
     _instance: object, attribute: attrs.Attribute[SdpaBackend], value: SdpaBackend
 ) -> None:
     if type(value) is not SdpaBackend:
-        raise InvalidInputError(f"{attribute.name} must be an SdpaBackend, got {value!r}")
+        raise InvalidInputError(
+            f"{attribute.name} must be an SdpaBackend, got {type(value).__name__}"
+        )
 
 
 def _string_tuple(
     _instance: object, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]
 ) -> None:
     if type(value) is not tuple or not all(type(item) is str for item in value):
-        raise InvalidInputError(f"{attribute.name} must be a tuple of str, got {value!r}")
+        raise InvalidInputError(
+            f"{attribute.name} must be a tuple of str, got {type(value).__name__}"
+        )
 
 
 def _ruling_tuple(
@@ -302,7 +314,9 @@ def _ruling_tuple(
     value: tuple[BackendRuling, ...],
 ) -> None:
     if type(value) is not tuple or not all(type(item) is BackendRuling for item in value):
-        raise InvalidInputError(f"{attribute.name} must be a tuple of BackendRuling, got {value!r}")
+        raise InvalidInputError(
+            f"{attribute.name} must be a tuple of BackendRuling, got {type(value).__name__}"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -474,10 +488,10 @@ class BackendPrediction:
     """One per backend, in torch's priority order for this GPU and environment."""
     capability: tuple[int, int] = attrs.field(converter=_to_capability)
     """The GPU's compute capability, ``(major, minor)``."""
-    rules_version: str = attrs.field(validator=attrs.validators.instance_of(str))
+    rules_version: str = attrs.field(validator=checked_type(str))
     """The torch version (and source commit) whose rules were applied."""
     environment: SdpaEnvironment = attrs.field(
-        default=DEFAULT_ENVIRONMENT, validator=attrs.validators.instance_of(SdpaEnvironment)
+        default=DEFAULT_ENVIRONMENT, validator=checked_type(SdpaEnvironment)
     )
     """The build and process settings assumed."""
 

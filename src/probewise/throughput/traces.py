@@ -1214,7 +1214,7 @@ class _Parser:
                 end = result.end
                 break
         if end is None:  # pragma: no cover - the last worker has no stop, so it never lands
-            raise AssertionError("no worker reached the end of traceEvents")
+            raise AssertionError("no worker reached the end of traceEvents")  # internal: see above
         self.src.seek(end)
         self.pos = 0
 
@@ -1433,7 +1433,7 @@ _WRONG_CUT: Final = object()
 
 
 def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not valid JSON")
+    raise InvalidInputError(f"{name} is not valid JSON")
 
 
 def _first_line(error: BaseException) -> str:

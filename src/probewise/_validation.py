@@ -1,0 +1,238 @@
+"""The one set of attrs validators and converters every value object uses.
+
+Each raises a :class:`~probewise.errors.ProbewiseError` subclass naming the field:
+:class:`~probewise.errors.ArgumentTypeError` (a :class:`TypeError`) for a value of the
+wrong type and :class:`~probewise.errors.InvalidInputError` (a :class:`ValueError`)
+for a value outside the accepted range. A wrong-typed value is reported by its type
+only, never echoed (it might be completion text); numbers outside a range are shown.
+
+Some validators keep the builtin base the field always had: those marked "ValueError
+for any bad value" refuse a wrong type with :class:`InvalidInputError` too, so code
+that catches :class:`ValueError` around them keeps working.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import attrs
+
+from probewise.errors import ArgumentTypeError, InvalidInputError
+
+__all__ = [
+    "checked_type",
+    "count",
+    "duration",
+    "finite",
+    "finite_non_negative",
+    "non_blank_str",
+    "non_empty_str",
+    "non_negative",
+    "non_negative_int",
+    "optional_duration",
+    "optional_non_negative_int",
+    "optional_positive",
+    "optional_share",
+    "optional_type",
+    "positive",
+    "share",
+    "unit_or_nan",
+]
+
+_T = TypeVar("_T")
+
+
+def _qualified(instance: object, attribute: attrs.Attribute[Any]) -> str:
+    return f"{type(instance).__name__}.{attribute.name}"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --------------------------------------------------------------------------- types
+
+
+def checked_type(kind: type[_T]) -> Callable[[object, attrs.Attribute[_T], _T], None]:
+    """Like ``attrs.validators.instance_of``, but raises
+    :class:`~probewise.errors.ArgumentTypeError` and reports the wrong value's type only."""
+
+    def check(instance: object, attribute: attrs.Attribute[_T], value: _T) -> None:
+        if not isinstance(cast("object", value), kind):
+            raise ArgumentTypeError(
+                f"{_qualified(instance, attribute)} must be a {kind.__name__}, "
+                f"got {type(value).__name__}"
+            )
+
+    return check
+
+
+def optional_type(
+    kind: type[_T],
+) -> Callable[[object, attrs.Attribute[_T | None], _T | None], None]:
+    """:func:`checked_type` that also accepts None."""
+
+    def check(instance: object, attribute: attrs.Attribute[_T | None], value: _T | None) -> None:
+        if value is not None and not isinstance(cast("object", value), kind):
+            raise ArgumentTypeError(
+                f"{_qualified(instance, attribute)} must be a {kind.__name__} or None, "
+                f"got {type(value).__name__}"
+            )
+
+    return check
+
+
+# --------------------------------------------------------------------------- counts
+
+
+def count(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    """An int >= 0 (a bool is refused as a type)."""
+    name = _qualified(instance, attribute)
+    if not _is_int(value):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
+    if cast("int", value) < 0:
+        raise InvalidInputError(f"{name} must be >= 0, got {value}")
+
+
+def non_negative_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """An int >= 0; ValueError for any bad value (the field's builtin base)."""
+    if not _is_int(value):
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be a non-negative int, got {type(value).__name__}"
+        )
+    if cast("int", value) < 0:
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be a non-negative int, got {value}"
+        )
+
+
+def optional_non_negative_int(
+    instance: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    """:func:`non_negative_int` or None."""
+    if value is not None:
+        non_negative_int(instance, attribute, value)
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _below(name: str, value: object, bound: float) -> bool:
+    """``value < bound``; a value that does not compare is refused by type."""
+    try:
+        return bool(cast("float", value) < bound)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}") from None
+
+
+def _is_finite(name: str, value: object) -> bool:
+    try:
+        return math.isfinite(cast("float", value))
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}") from None
+
+
+def non_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if _below(_qualified(instance, attribute), value, 0):
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must be >= 0, got {value}")
+
+
+def positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if _below(_qualified(instance, attribute), value, 1):
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must be >= 1, got {value}")
+
+
+def optional_positive(
+    instance: object, attribute: attrs.Attribute[int | None], value: int | None
+) -> None:
+    if value is not None and _below(_qualified(instance, attribute), value, 1):
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be >= 1 or None, got {value}"
+        )
+
+
+def finite(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not _is_finite(_qualified(instance, attribute), value):
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must be finite, got {value}")
+
+
+def finite_non_negative(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not (_is_finite(_qualified(instance, attribute), value) and value >= 0.0):
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be finite and >= 0, got {value}"
+        )
+
+
+def _in_unit(name: str, value: object) -> bool:
+    """``0 <= value <= 1`` (NaN is outside); a value that does not compare is refused by type."""
+    try:
+        return bool(0.0 <= cast("float", value) <= 1.0)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}") from None
+
+
+def share(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not _in_unit(_qualified(instance, attribute), value):
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must be in [0, 1], got {value}")
+
+
+def optional_share(
+    instance: object, attribute: attrs.Attribute[float | None], value: float | None
+) -> None:
+    if value is not None and not _in_unit(_qualified(instance, attribute), value):
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be in [0, 1] or None, got {value}"
+        )
+
+
+def unit_or_nan(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
+    """A float (or int) in [0, 1], or NaN."""
+    name = _qualified(instance, attribute)
+    if isinstance(value, bool) or not isinstance(value, float | int):
+        raise ArgumentTypeError(f"{name} must be a float, got {type(value).__name__}")
+    if not (math.isnan(value) or 0.0 <= value <= 1.0):
+        raise InvalidInputError(f"{name} must lie in [0, 1], got {value!r}")
+
+
+# --------------------------------------------------------------------------- strings
+
+
+def non_empty_str(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+    """A str with at least one character; ValueError for any bad value."""
+    if not isinstance(value, str):
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be a non-empty str, got {type(value).__name__}"
+        )
+    if not value:
+        raise InvalidInputError(
+            f"{_qualified(instance, attribute)} must be a non-empty str, got ''"
+        )
+
+
+def non_blank_str(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
+    """A str with a character that is not whitespace; ValueError for any bad value."""
+    non_empty_str(instance, attribute, value)
+    if not cast("str", value).strip():
+        raise InvalidInputError(f"{_qualified(instance, attribute)} must not be only whitespace")
+
+
+# --------------------------------------------------------------------------- durations
+
+
+def duration(value: object) -> float:
+    """attrs converter: a finite, non-negative number of µs, rounded to the 1 ns grid."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArgumentTypeError(
+            f"a duration must be a number of microseconds, got {type(value).__name__}"
+        )
+    if not math.isfinite(value * 1000) or value < 0:
+        # value * 1000 (the ns grid) overflows past ~1.8e305 µs: refused, not an OverflowError.
+        raise InvalidInputError(f"a duration must be finite and >= 0, got {value!r}")
+    return round(value * 1000) / 1000
+
+
+def optional_duration(value: object) -> float | None:
+    """:func:`duration`, or None."""
+    return None if value is None else duration(value)
