@@ -15,12 +15,10 @@ import pytest
 import probewise
 from probewise import FitLoss
 from probewise._cli_parsers import COMMANDS, FIT_LOSSES
-from probewise.cli import build_parser, main
+from probewise.cli import main
 
 HEAVY = ("numpy", "scipy", "torch", "transformers", "regex", "msgspec", "httpx")
-# Their --help needs their module (it builds their parser): see probewise.cli.
-HEAVY_HELP = frozenset(spec.name for spec in COMMANDS if spec.add_arguments is None)
-LIGHT = [[], *([spec.name] for spec in COMMANDS if spec.name not in HEAVY_HELP)]
+LIGHT = [[], *([spec.name] for spec in COMMANDS)]
 
 # In a fresh interpreter: each command line's --help, then which heavy modules loaded.
 HELPS = """
@@ -62,33 +60,6 @@ def test_import_probewise_imports_nothing_heavy() -> None:
     assert _fresh(script, json.dumps(HEAVY))["loaded"] == []
 
 
-def test_only_kernels_help_is_heavy() -> None:
-    assert {"kernels"} == HEAVY_HELP
-
-
-@pytest.mark.parametrize("name", sorted(HEAVY_HELP))
-def test_a_command_listed_without_its_parser_has_the_help_line_it_registers(name: str) -> None:
-    listed = build_parser().format_help()
-    built = build_parser(name).format_help()
-    assert listed == built
-
-
-@pytest.mark.parametrize("name", sorted(HEAVY_HELP))
-def test_a_command_listed_without_its_parser_parses_with_its_own(
-    name: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as caught:
-        main([name, "x.json", "--no-such-option-anywhere"])
-    assert caught.value.code == 2
-    err = capsys.readouterr().err
-    assert "usage: probewise " in err
-    assert "unrecognized arguments: --no-such-option-anywhere" in err
-    with pytest.raises(SystemExit) as caught:
-        main([name, "--help"])
-    assert caught.value.code == 0
-    assert "--help" in capsys.readouterr().out
-
-
 def test_unknown_arguments_of_a_light_command_are_a_usage_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -103,10 +74,7 @@ def test_unknown_arguments_of_a_light_command_are_a_usage_error(
 def test_every_command_runs_a_function_of_its_module() -> None:
     for spec in COMMANDS:
         module = importlib.import_module(spec.module)
-        if spec.add_arguments is None:
-            assert callable(getattr(module, "register", None)), spec.name
-        else:
-            assert callable(getattr(module, spec.run, None)), spec.name
+        assert callable(getattr(module, spec.run, None)), spec.name
 
 
 def test_fit_losses_are_the_fit_loss_values() -> None:

@@ -39,50 +39,7 @@ _PROGRESS_MIN_BYTES = 64 << 20  # show a progress bar only for inputs at least t
 _NAME_WIDTH = 72
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "kernels",
-        help="device kernel time from Chrome traces or printed key_averages() tables",
-        description=(
-            "Sum device kernel time without double counting: kernels only, memcpy and "
-            "memset apart, annotations / syncs / CPU ops excluded and counted. PATH is a "
-            "trace (.json or gzip), a directory of rank traces, or a printed table (.txt)."
-        ),
-    )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="trace, directory or table")
-    parser.add_argument("--top", type=int, default=20, metavar="N", help="rows to show (20)")
-    parser.add_argument("--by-kind", action="store_true", help="totals per kernel kind")
-    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
-    parser.add_argument(
-        "--salvage",
-        action="store_true",
-        help="read damaged traces up to the damage and report what was lost",
-    )
-    parser.add_argument(
-        "--diff", metavar="OTHER", help="compare with OTHER (a trace, directory or table)"
-    )
-    parser.add_argument("--per-rank", action="store_true", help="one summary line per rank")
-    parser.add_argument(
-        "--allow-mixed-jobs",
-        action="store_true",
-        help=(
-            "sum traces that disagree on world size or repeat a rank (refused by default: "
-            "they come from different jobs); the output says which job each file came from"
-        ),
-    )
-    parser.add_argument(
-        "--dask-scheduler",
-        metavar="ADDRESS",
-        help=(
-            "read each trace file as a task on this Dask cluster (tcp://HOST:PORT; the "
-            "paths must be the same files on every worker) and merge here; needs "
-            "probewise[dask]"
-        ),
-    )
-    parser.set_defaults(handler=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
     top = int(args.top)
     if top < 0:
         raise InvalidInputError(f"--top must be >= 0, got {top}")

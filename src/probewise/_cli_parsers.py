@@ -5,10 +5,6 @@ and ``probewise CMD --help`` are answered without importing the modules that run
 commands (numpy, scipy, torch, ...). Each :class:`Command` names the module and the
 function ``(argparse.Namespace) -> int`` that runs it; :mod:`probewise.cli` imports
 that module when the command is run, not before.
-
-A command whose parser is still built by its own module's ``register(subparsers)``
-(``kernels``: that module is not split yet) has no ``add_arguments`` here: its help
-line is listed, and its module is imported to parse its arguments.
 """
 
 from __future__ import annotations
@@ -28,10 +24,9 @@ class Command(NamedTuple):
     help: str
     module: str
     """The module that runs the command: imported on dispatch only."""
-    run: str = ""
-    """Its function ``(argparse.Namespace) -> int``; empty: ``module.register`` builds
-    the parser and sets the handler itself."""
-    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    run: str
+    """Its function ``(argparse.Namespace) -> int``."""
+    add_arguments: Callable[[argparse.ArgumentParser], None]
     description: str | None = None
     raw_description: bool = False
     """Keep the description's line breaks (a long text in paragraphs)."""
@@ -231,6 +226,39 @@ def _demo(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _kernels(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="trace, directory or table")
+    parser.add_argument("--top", type=int, default=20, metavar="N", help="rows to show (20)")
+    parser.add_argument("--by-kind", action="store_true", help="totals per kernel kind")
+    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
+    parser.add_argument(
+        "--salvage",
+        action="store_true",
+        help="read damaged traces up to the damage and report what was lost",
+    )
+    parser.add_argument(
+        "--diff", metavar="OTHER", help="compare with OTHER (a trace, directory or table)"
+    )
+    parser.add_argument("--per-rank", action="store_true", help="one summary line per rank")
+    parser.add_argument(
+        "--allow-mixed-jobs",
+        action="store_true",
+        help=(
+            "sum traces that disagree on world size or repeat a rank (refused by default: "
+            "they come from different jobs); the output says which job each file came from"
+        ),
+    )
+    parser.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        help=(
+            "read each trace file as a task on this Dask cluster (tcp://HOST:PORT; the "
+            "paths must be the same files on every worker) and merge here; needs "
+            "probewise[dask]"
+        ),
+    )
+
+
 def _lengths(parser: argparse.ArgumentParser) -> None:
     """``probewise lengths``."""
     add_input_arguments(parser)
@@ -390,12 +418,17 @@ COMMANDS: tuple[Command, ...] = (
         add_arguments=_demo,
         description=DEMO_DESCRIPTION,
     ),
-    # Its parser is built by probewise._cli_kernels.register (kept whole for now);
-    # tests/test_cli_startup.py holds this help line to the one it registers.
     Command(
         name="kernels",
         help="device kernel time from Chrome traces or printed key_averages() tables",
         module="probewise._cli_kernels",
+        run="_run",
+        add_arguments=_kernels,
+        description=(
+            "Sum device kernel time without double counting: kernels only, memcpy and "
+            "memset apart, annotations / syncs / CPU ops excluded and counted. PATH is a "
+            "trace (.json or gzip), a directory of rank traces, or a printed table (.txt)."
+        ),
     ),
     Command(
         name="lengths",

@@ -5,11 +5,8 @@ and arguments come from :mod:`probewise._cli_parsers` (standard library only), a
 module that runs a subcommand (``probewise._cli_<name>``, with its numpy, scipy or
 torch) is imported only when that subcommand runs, through its ``handler`` default, a
 function ``(argparse.Namespace) -> int`` (the exit status). So ``probewise --help`` and
-``probewise CMD --help`` import none of them. The exception is a subcommand whose own
-module still builds its parser (``kernels``): ``probewise --help`` lists it from its
-help line alone, and its module is imported to parse its arguments, ``--help`` included.
-Conventions: ``--json`` prints one JSON document for machines; without it, readable
-tables for people.
+``probewise CMD --help`` import none of them. Conventions: ``--json`` prints one JSON
+document for machines; without it, readable tables for people.
 
 Exit status (the one contract every subcommand keeps, enforced here in :func:`main`):
 
@@ -53,9 +50,6 @@ DEBUG_ENV: Final = "PROBEWISE_DEBUG"
 
 Handler = Callable[[argparse.Namespace], int]
 
-_UNBUILT = "_probewise_unbuilt"
-"""Namespace attribute set by a subcommand listed without its parser (see build_parser)."""
-
 
 @final
 class _Deferred:
@@ -73,14 +67,9 @@ class _Deferred:
         return run(args)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered.
-
-    Imports no subcommand's module, except ``command``'s when its parser is built by
-    its module (``kernels``); such a subcommand is otherwise listed with its help line
-    and an empty parser, which :func:`main` replaces by parsing again with
-    ``build_parser(command)`` when that subcommand is chosen.
-    """
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered; imports no subcommand's
+    module (each is imported by its handler, on dispatch)."""
     parser = argparse.ArgumentParser(
         prog="probewise",
         description="Measurement discipline for model probes.",
@@ -90,44 +79,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"probewise {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for spec in COMMANDS:
-        if spec.add_arguments is not None:
-            sub = subparsers.add_parser(
-                spec.name,
-                help=spec.help,
-                description=spec.description,
-                formatter_class=(
-                    argparse.RawDescriptionHelpFormatter
-                    if spec.raw_description
-                    else argparse.HelpFormatter
-                ),
-            )
-            spec.add_arguments(sub)
-            sub.set_defaults(handler=_Deferred(spec.module, spec.run))
-        elif spec.name == command:
-            register = cast(
-                "Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]",
-                importlib.import_module(spec.module).register,
-            )
-            register(subparsers)
-        else:
-            # Takes no arguments and no --help: whatever follows is left unparsed for
-            # main, which parses the command line again with this subcommand built.
-            sub = subparsers.add_parser(spec.name, help=spec.help, add_help=False)
-            sub.set_defaults(**{_UNBUILT: spec.name})
+        sub = subparsers.add_parser(
+            spec.name,
+            help=spec.help,
+            description=spec.description,
+            formatter_class=(
+                argparse.RawDescriptionHelpFormatter
+                if spec.raw_description
+                else argparse.HelpFormatter
+            ),
+        )
+        spec.add_arguments(sub)
+        sub.set_defaults(handler=_Deferred(spec.module, spec.run))
     return parser
-
-
-def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    """``build_parser().parse_args(argv)``, building a subcommand listed without its
-    parser only when it is the one chosen."""
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
-    unbuilt = cast("str | None", getattr(args, _UNBUILT, None))
-    if unbuilt is not None:
-        return build_parser(unbuilt).parse_args(argv)
-    if unknown:  # as parse_args says it
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    return args
 
 
 def _debug() -> bool:
@@ -166,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # Inside the try: Ctrl-C while a subcommand's module imports (torch can take
         # seconds) is an interruption like any other, not a traceback.
-        args = _parse(argv)
+        args = build_parser().parse_args(argv)
         prefix = f"probewise {args.command}"
         handler = cast("Handler", args.handler)
         return handler(args)
