@@ -210,15 +210,18 @@ def _sequel(raw: str, opening: str, candidates: int, rubric: Rubric, clock: _Clo
     gated = candidates >= 0 and scan is not None and scan.preamble_ok
     if gated and scan is not None and not candidates >> scan.preamble_shift:
         return ""  # no preamble rule's gate passes: none can match
-    if rubric._preamble_vetted and rubric._preamble_any is not None:
+    combined = rubric._combined[_PREAMBLE]
+    if combined is None:  # built on first use (see Rubric._combine)
+        combined = rubric._combine(_PREAMBLE)
+    if combined.untimed and combined.pattern is not None:
         # The shipped preamble rules: anchored alternations of phrases and one lazy
         # lookahead over at most the first sentence (so their work is bounded by
         # opening_chars), matched without the regex module's timer, which costs about
         # four times the match itself. The clock is still read first.
         clock.left()
-        if rubric._preamble_any.match(opening) is None:
+        if combined.pattern.match(opening) is None:
             return ""
-    elif _first(rubric.preamble, rubric._preamble_any, opening, clock) < 0:
+    elif _first(rubric.preamble, combined.pattern, opening, clock) < 0:
         return ""
     end = _SENTENCE_END.search(opening)
     if end is None or end.end() >= len(opening):
@@ -280,7 +283,8 @@ def _first_of(rules: tuple[Rule, ...], candidates: int, text: str, clock: _Clock
 _EMPTY = (Empty(truncated=False), Empty(truncated=True))
 _COMPLIED = (Complied(truncated=False), Complied(truncated=True))
 _NO_EVIDENCE = (Deflected(truncated=False), Deflected(truncated=True))
-_REFUSED, _DEFLECTED = 0, 1
+# The groups, by their index in Rubric._combined (rubric._GROUPS).
+_REFUSED, _DEFLECTED, _PREAMBLE = 0, 1, 2
 
 
 def _named(rubric: Rubric, kind: int, index: int, truncated: bool) -> Refused | Deflected:
@@ -308,8 +312,10 @@ def _first_index(rubric: Rubric, kind: int, candidates: int, opening: str, clock
         if kind == _DEFLECTED and scan.deflection_ok:
             deflection = (candidates >> scan.refusal_count) & scan.deflection_bits
             return _first_of(rules, deflection, opening, clock)
-    combined = rubric._refusal_any if kind == _REFUSED else rubric._deflection_any
-    return _first(rules, combined, opening, clock)
+    combined = rubric._combined[kind]
+    if combined is None:  # built on first use (see Rubric._combine)
+        combined = rubric._combine(kind)
+    return _first(rules, combined.pattern, opening, clock)
 
 
 def _candidates(rubric: Rubric, text: str) -> int:

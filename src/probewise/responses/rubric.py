@@ -32,11 +32,12 @@ import functools
 import importlib.resources
 import json
 import re
+import threading
 import types
 import warnings
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, cast, final
+from typing import TYPE_CHECKING, NamedTuple, cast, final
 
 import attrs
 import regex
@@ -63,9 +64,10 @@ def _nonempty_str(_instance: object, attribute: attrs.Attribute[str], value: obj
 class Rule:
     """A named regular expression.
 
-    ``Rule(id, pattern)``: the pattern is compiled once, case-insensitive. A pattern
-    that does not compile does not raise here: the :class:`Rubric` that receives the
-    rule rejects it with :class:`~probewise.RubricError`, naming the rule's id.
+    ``Rule(id, pattern)``: the pattern is compiled once, case-insensitive, on first use.
+    A pattern that does not compile does not raise here: the :class:`Rubric` that
+    receives the rule compiles it and rejects it with :class:`~probewise.RubricError`,
+    naming the rule's id.
     """
 
     id: str = attrs.field(validator=_nonempty_str)
@@ -77,25 +79,49 @@ class Rule:
     # Set only for the shipped rules (by _vetted): see _gate.
     _gate: tuple[_Term, ...] | None = attrs.field(init=False, eq=False, hash=False, default=None)
 
-    def __attrs_post_init__(self) -> None:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                compiled = regex.compile(self.pattern, _FLAGS)
-        except Exception as error:
-            object.__setattr__(self, "_compile_error", f"{type(error).__name__}: {error}")
-        else:
-            object.__setattr__(self, "_compiled", compiled)
-
     def __repr__(self) -> str:
         return f"Rule(id={self.id!r}, pattern={self.pattern!r})"
 
     @property
     def compiled(self) -> regex.Pattern[str]:
-        """The compiled pattern (raises :class:`~probewise.RubricError` if it did not compile)."""
-        if self._compiled is None:
-            raise RubricError(f"rule {self.id!r}: pattern does not compile ({self._compile_error})")
-        return self._compiled
+        """The compiled pattern (raises :class:`~probewise.RubricError` if it does not compile)."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compile()
+            if compiled is None:
+                raise RubricError(
+                    f"rule {self.id!r}: pattern does not compile ({self._compile_error})"
+                )
+        return compiled
+
+    def _compile(self) -> regex.Pattern[str] | None:
+        """Compile the pattern once (or record why it does not compile) and return it.
+
+        Compiling is deferred to first use: a :class:`Rubric` compiles a caller's rules
+        when it is made (so a bad pattern is still refused there), while the shipped
+        rules (which have a gate: vetted at development time) compile when classify
+        first needs them, so that ``Rubric.default()`` stays cheap. Two threads may
+        both compile a rule: each stores an equal pattern, so either may win. A vetted
+        pattern compiles without a warnings filter (``warnings.catch_warnings`` swaps a
+        process-wide list, which is not safe from several threads; the shipped
+        patterns compile without warnings, which the tests check with warnings as
+        errors); a caller's pattern is compiled, as it always was, with warnings
+        turned into errors, when the Rubric is made.
+        """
+        if self._compiled is not None or self._compile_error is not None:
+            return self._compiled
+        try:
+            if self._gate is not None:
+                compiled = regex.compile(self.pattern, _FLAGS)
+            else:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")
+                    compiled = regex.compile(self.pattern, _FLAGS)
+        except Exception as error:
+            object.__setattr__(self, "_compile_error", f"{type(error).__name__}: {error}")
+            return None
+        object.__setattr__(self, "_compiled", compiled)
+        return compiled
 
 
 def _to_rules(value: object) -> tuple[Rule, ...]:
@@ -167,19 +193,45 @@ def _anchored(pattern: str) -> bool:
 def _combine(rules: tuple[Rule, ...]) -> regex.Pattern[str] | None:
     """One alternation of every rule, used as a prefilter: if it finds nothing, no rule
     matches. Only built when every pattern is free of capturing groups (so that no
-    backreference changes meaning) and the combination compiles cleanly."""
+    backreference changes meaning) and the combination compiles cleanly. (For vetted
+    rules, with no warnings filter: see :meth:`Rule._compile`.)"""
     if len(rules) < 2 or any(rule.compiled.groups for rule in rules):
         return None
+    body = "|".join(f"(?:{rule.pattern})" for rule in rules)
+    # Every rule anchored (each "^" governs all its alternatives): anchor the whole, so
+    # matching tries position 0 only.
+    anchored = all(_anchored(rule.pattern) for rule in rules)
+    whole = f"^(?:{body})" if anchored else body
     try:
+        if _vetted(rules):
+            return regex.compile(whole, _FLAGS)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            body = "|".join(f"(?:{rule.pattern})" for rule in rules)
-            # Every rule anchored (each "^" governs all its alternatives): anchor the
-            # whole, so matching tries position 0 only.
-            anchored = all(_anchored(rule.pattern) for rule in rules)
-            return regex.compile(f"^(?:{body})" if anchored else body, _FLAGS)
+            return regex.compile(whole, _FLAGS)
     except Exception:
         return None
+
+
+def _vetted(rules: Iterable[Rule]) -> bool:
+    """Whether every rule is a shipped (vetted) one: it has a gate."""
+    return all(rule._gate is not None for rule in rules)
+
+
+_GROUPS = ("refusal", "deflection", "preamble")
+
+
+class _Combined(NamedTuple):
+    """A group's prefilter (see :func:`_combine`), built once per rubric."""
+
+    pattern: regex.Pattern[str] | None
+    # Every rule vetted and the combination anchored: classify may match it without
+    # the regex module's timer (used for the preamble group: see classify._sequel).
+    untimed: bool
+
+
+# Serialises the lazy building of a rubric's prefilters (Rubric._combine), so that
+# threads classifying with one rubric build each of them once.
+_COMBINING = threading.Lock()
 
 
 # --- Gates: a prefilter for the shipped rules -----------------------------------------
@@ -1006,12 +1058,14 @@ class Rubric:
     )
     timeout: float = attrs.field(default=0.5, validator=_check_timeout)
     opening_chars: int = attrs.field(default=400, validator=_check_opening)
-    _refusal_any: regex.Pattern[str] | None = attrs.field(init=False, default=None, repr=False)
-    _deflection_any: regex.Pattern[str] | None = attrs.field(init=False, default=None, repr=False)
-    _preamble_any: regex.Pattern[str] | None = attrs.field(init=False, default=None, repr=False)
-    # Set when every preamble rule is a shipped (vetted) one and their combination is
-    # anchored: classify matches it without the regex module's timer (see _sequel).
-    _preamble_vetted: bool = attrs.field(init=False, default=False, repr=False)
+    # The prefilters of the refusal, deflection and preamble groups (see _combine), by
+    # group index (_GROUPS); None until built. A group with a caller's rule is built
+    # when the rubric is made (its rules are compiled then anyway); a group of shipped
+    # rules on first use, by _combine, which takes ~0.1 s that Rubric.default() would
+    # otherwise cost every process (with the gates, classify rarely needs them).
+    _combined: list[_Combined | None] = attrs.field(
+        init=False, factory=lambda: [None, None, None], repr=False
+    )
     _scan: _GateScan | None = attrs.field(init=False, default=None, repr=False)
     # Outcomes that name a rule of this rubric, made once each: (kind, index, truncated).
     # They are immutable and hold no text.
@@ -1022,6 +1076,10 @@ class Rubric:
     def __attrs_post_init__(self) -> None:
         named = {"refusal": self.refusal, "deflection": self.deflection, "preamble": self.preamble}
         named.update({f"axis {key!r}": rules for key, rules in self.axes.items()})
+        for rules in named.values():
+            for rule in rules:
+                if rule._gate is None:  # a caller's rule: compile it now, to refuse it now
+                    rule._compile()
         broken = [
             f"{rule.id!r} ({rule._compile_error})"
             for rules in named.values()
@@ -1039,20 +1097,43 @@ class Rubric:
                 raise RubricError(
                     f"{where} rules repeat ids {duplicates}: give each rule its own id"
                 )
-        object.__setattr__(self, "_refusal_any", _combine(self.refusal))
-        object.__setattr__(self, "_deflection_any", _combine(self.deflection))
-        preamble_any = _combine(self.preamble)
-        object.__setattr__(self, "_preamble_any", preamble_any)
-        object.__setattr__(
-            self,
-            "_preamble_vetted",
-            preamble_any is not None
-            and _anchored(preamble_any.pattern)
-            and all(rule._gate is not None for rule in self.preamble),
-        )
+        for group, rules in enumerate(self._groups()):
+            if not _vetted(rules):
+                self._combine(group)
         scan = _GateScan(self.refusal, self.deflection, self.preamble)
         if scan.refusal_ok or scan.deflection_ok or scan.preamble_ok:
             object.__setattr__(self, "_scan", scan)
+
+    def _groups(self) -> tuple[tuple[Rule, ...], tuple[Rule, ...], tuple[Rule, ...]]:
+        """The refusal, deflection and preamble rules, in the order of _GROUPS."""
+        return self.refusal, self.deflection, self.preamble
+
+    def _combine(self, group: int) -> _Combined:
+        """The prefilter of group ``group`` (0 refusal, 1 deflection, 2 preamble),
+        built on first use. classify reads ``rubric._combined[group]`` and calls this
+        only when that is None."""
+        with _COMBINING:
+            combined = self._combined[group]
+            if combined is None:
+                rules = self._groups()[group]
+                pattern = _combine(rules)
+                untimed = pattern is not None and _anchored(pattern.pattern) and _vetted(rules)
+                combined = _Combined(pattern, untimed)
+                self._combined[group] = combined
+        return combined
+
+    # The prefilters by name (built on first use).
+    @property
+    def _refusal_any(self) -> regex.Pattern[str] | None:
+        return self._combine(_GROUPS.index("refusal")).pattern
+
+    @property
+    def _deflection_any(self) -> regex.Pattern[str] | None:
+        return self._combine(_GROUPS.index("deflection")).pattern
+
+    @property
+    def _preamble_any(self) -> regex.Pattern[str] | None:
+        return self._combine(_GROUPS.index("preamble")).pattern
 
     @classmethod
     def default(cls) -> Rubric:
