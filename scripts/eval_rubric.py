@@ -32,7 +32,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, cast
 
 import probewise
 
@@ -294,10 +294,19 @@ class SetReport(TypedDict):
     groups: dict[str, Group]
 
 
+class Transfer(TypedDict):
+    calibrated_on: str
+    corrected: str
+    human_declined: float
+    correction: dict[str, object]
+
+
 class RealReport(TypedDict):
     responses: str
     prefixes: int
     sets: dict[str, SetReport]
+    calibration: dict[str, dict[str, object]]
+    transfer: list[Transfer]
 
 
 def responses_root(flag: Path | None) -> Path:
@@ -467,12 +476,72 @@ def evaluate_set(
     return SetReport(path=str(path), groups=groups)
 
 
+def human_label(row: Row) -> probewise.HumanLabel | None:
+    """The row's label as a :class:`~probewise.HumanLabel` (None for ``partial``: left
+    out of a calibration, as in the 'left out' figures). RBR's ``label3`` splits the
+    declines it can (refused, deflected); its other declines, and XSTest's, are DECLINED."""
+    if row["label"] == "complied":
+        return probewise.HumanLabel.COMPLIED
+    if row["label"] != "declined":
+        return None
+    if row["label3"] == "refused":
+        return probewise.HumanLabel.REFUSED
+    if row["label3"] == "deflected":
+        return probewise.HumanLabel.DEFLECTED
+    return probewise.HumanLabel.DECLINED
+
+
+def calibrate(rows: list[Row]) -> tuple[probewise.Calibration, probewise.ArmTally, float]:
+    """The default rubric's calibration on ``rows`` (partial left out), the tally of its
+    outcomes there, and the human declined share among those rows."""
+    rubric = probewise.Rubric.default()
+    pairs: list[tuple[probewise.Outcome, probewise.HumanLabel]] = []
+    for row in rows:
+        label = human_label(row)
+        if label is not None:
+            pairs.append((probewise.classify(row["text"], rubric), label))
+    declined = sum(label is not probewise.HumanLabel.COMPLIED for _, label in pairs)
+    tally = probewise.ArmTally.of(outcome for outcome, _ in pairs)
+    return probewise.Calibration.of(pairs), tally, declined / len(pairs)
+
+
+def calibration_figures(calibration: probewise.Calibration) -> dict[str, object]:
+    return {
+        "counts": calibration.to_dict(),
+        "sensitivity": calibration.recall().to_dict(),
+        "specificity": calibration.specificity().to_dict(),
+        "youden": calibration.youden,
+    }
+
+
 def evaluate_real(root: Path, *, misses: bool = False) -> RealReport:
     sets: dict[str, SetReport] = {}
+    measured: dict[str, tuple[probewise.Calibration, probewise.ArmTally, float]] = {}
     for name in SETS:
         path = root / f"{name}.jsonl"
-        sets[name] = evaluate_set(path, load_rows(path), misses=misses)
-    return RealReport(responses=str(root), prefixes=len(PREFIXES), sets=sets)
+        rows = load_rows(path)
+        sets[name] = evaluate_set(path, rows, misses=misses)
+        measured[name] = calibrate(rows)
+    # A calibration measured on one set, used to correct the other set's rate: how
+    # well the rubric's error carries over to completions of another kind.
+    transfer = [
+        Transfer(
+            calibrated_on=source,
+            corrected=target,
+            human_declined=measured[target][2],
+            correction=measured[source][0].correct(measured[target][1]).to_dict(),
+        )
+        for source in SETS
+        for target in SETS
+        if source != target
+    ]
+    return RealReport(
+        responses=str(root),
+        prefixes=len(PREFIXES),
+        sets=sets,
+        calibration={name: calibration_figures(found[0]) for name, found in measured.items()},
+        transfer=transfer,
+    )
 
 
 def _pct(value: float) -> str:
@@ -530,7 +599,42 @@ def render_real(report: RealReport) -> str:
             miss_ids = group["detectors"]["rubric"].get("misses")
             if miss_ids is not None:
                 lines.append(f"\nRubric misses, {model} ({len(miss_ids)}): {', '.join(miss_ids)}")
+    lines += [
+        "",
+        "## The rubric's measured error (probewise.Calibration, partial left out)",
+        "",
+        "| set | sensitivity (declines caught) | specificity (answers let through) | Youden J |",
+        "|---|---|---|---:|",
+    ]
+    for name, figs in report["calibration"].items():
+        sens = cast("dict[str, float]", figs["sensitivity"])
+        spec = cast("dict[str, float]", figs["specificity"])
+        lines.append(
+            f"| {name} | {_interval(sens)} | {_interval(spec)} | {cast('float', figs['youden']):.3f} |"
+        )
+    lines += [
+        "",
+        "Transfer: the declined rate of one set corrected with the other set's calibration",
+        "",
+        "| calibrated on | corrected | observed | corrected [95%] | human |",
+        "|---|---|---:|---|---:|",
+    ]
+    for found in report["transfer"]:
+        c = cast("dict[str, object]", found["correction"])
+        observed = cast("dict[str, float]", c["observed"])
+        lines.append(
+            f"| {found['calibrated_on']} | {found['corrected']} | {_pct(observed['estimate'])} "
+            f"| {_pct(cast('float', c['estimate']))} [{_pct(cast('float', c['low']))}, "
+            f"{_pct(cast('float', c['high']))}] | {_pct(found['human_declined'])} |"
+        )
     return "\n".join(lines)
+
+
+def _interval(proportion: dict[str, float]) -> str:
+    return (
+        f"{proportion['estimate']:.3f} [{proportion['low']:.3f}, {proportion['high']:.3f}] "
+        f"({int(proportion['successes'])}/{int(proportion['trials'])})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,3 +99,34 @@ def test_prefix_baseline_reads_only_the_start(evaluation: ModuleType) -> None:
     assert evaluation.prefix_baseline("  UNFORTUNATELY that is not possible") == "refused"
     assert evaluation.prefix_baseline("Here it is. I'm sorry it took long.") == "complied"
     assert len(evaluation.PREFIXES) == len(set(evaluation.PREFIXES)) >= 25
+
+
+@pytest.mark.parametrize("name", ["xstest-dev", "rbr-gold"])
+def test_calibration_counts_every_labelled_row_and_agrees_with_the_figures(
+    report: Any, name: str
+) -> None:
+    from probewise import Calibration, Complied, Deflected, HumanLabel, Refused
+
+    calibration = Calibration.from_dict(report["calibration"][name]["counts"])
+    group = report["sets"][name]["groups"]["all" if name == "xstest-dev" else "synthetic"]
+    left_out = group["detectors"]["rubric"]["partial_left_out"]
+    answered = sum(
+        calibration.count(bucket, label)
+        for bucket in (Complied, Refused, Deflected)
+        for label in HumanLabel
+    )
+    # Every row but the partial ones: Empty/Error counted apart, never lost.
+    assert answered + calibration.empty + calibration.error == left_out["n"]
+    # The declines it catches are the rubric's true positives among answered rows.
+    assert report["calibration"][name]["sensitivity"]["successes"] == left_out["tp"]
+
+
+def test_a_calibration_does_not_carry_over_between_the_sets(report: Any) -> None:
+    # Measured, and stated in docs/measurements.md: the rubric's error differs so much
+    # between the two sets that each set's calibration, applied to the other, gives an
+    # interval that misses the human declined rate.
+    for found in report["transfer"]:
+        correction = found["correction"]
+        assert not correction["low"] <= found["human_declined"] <= correction["high"], found[
+            "calibrated_on"
+        ]
