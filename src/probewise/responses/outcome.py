@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, final
 
 import attrs
 
+from probewise._validation import checked_type
 from probewise.errors import ArgumentTypeError
 
 if TYPE_CHECKING:
@@ -85,12 +86,8 @@ def _exception_type_validator(
         raise ArgumentTypeError(f"{attribute.name} must be an exception class or None, got {kind}")
 
 
-def _bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    # The type only, never the value: a text passed in the wrong place is text.
-    if not isinstance(value, bool):
-        raise ArgumentTypeError(
-            f"{type(instance).__name__}.{attribute.name} must be a bool, got {type(value).__name__}"
-        )
+# The type only, never the value: a text passed in the wrong place is text.
+_is_bool = checked_type(bool)
 
 
 def _error_kind(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
@@ -106,7 +103,7 @@ class Complied:
     ``evidence`` holds the axis rules that matched, when classification used an axis.
     """
 
-    truncated: bool = attrs.field(default=False, validator=_bool)
+    truncated: bool = attrs.field(default=False, validator=_is_bool)
     evidence: tuple[Rule, ...] = attrs.field(
         default=(), converter=_to_evidence, validator=_evidence_validator
     )
@@ -121,7 +118,7 @@ class Deflected:
     found no sign of compliance.
     """
 
-    truncated: bool = attrs.field(default=False, validator=_bool)
+    truncated: bool = attrs.field(default=False, validator=_is_bool)
     rule: Rule | None = attrs.field(default=None, validator=_rule_validator)
 
 
@@ -130,9 +127,9 @@ class Deflected:
 class Refused:
     """The model refused: a refusal rule matched, or the provider's filter withheld it."""
 
-    truncated: bool = attrs.field(default=False, validator=_bool)
+    truncated: bool = attrs.field(default=False, validator=_is_bool)
     rule: Rule | None = attrs.field(default=None, validator=_rule_validator)
-    by_provider: bool = attrs.field(default=False, validator=_bool)
+    by_provider: bool = attrs.field(default=False, validator=_is_bool)
 
 
 @final
@@ -140,7 +137,7 @@ class Refused:
 class Empty:
     """The completion was blank after normalisation."""
 
-    truncated: bool = attrs.field(default=False, validator=_bool)
+    truncated: bool = attrs.field(default=False, validator=_is_bool)
 
 
 @final
