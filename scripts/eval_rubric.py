@@ -30,9 +30,9 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
 
 import probewise
 
@@ -94,24 +94,28 @@ class Report(TypedDict):
     misclassified: list[Miss]
 
 
-def load(path: Path) -> list[Item]:
-    items: list[Item] = []
+def records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSONL file with their line numbers, blank lines skipped."""
     with path.open(encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            raw = json.loads(line)
-            label = str(raw["label"])
-            if label not in BUCKETS:
-                raise SystemExit(f"{path}:{lineno}: unknown label {label!r}")
-            items.append(
-                Item(
-                    id=str(raw["id"]),
-                    label=label,
-                    finish_reason=str(raw.get("finish_reason", "stop")),
-                    text=str(raw["text"]),
-                )
+            if line.strip():
+                yield lineno, json.loads(line)
+
+
+def load(path: Path) -> list[Item]:
+    items: list[Item] = []
+    for lineno, raw in records(path):
+        label = str(raw["label"])
+        if label not in BUCKETS:
+            raise SystemExit(f"{path}:{lineno}: unknown label {label!r}")
+        items.append(
+            Item(
+                id=str(raw["id"]),
+                label=label,
+                finish_reason=str(raw.get("finish_reason", "stop")),
+                text=str(raw["text"]),
             )
+        )
     return items
 
 
@@ -320,28 +324,24 @@ def responses_root(flag: Path | None) -> Path:
 
 def load_rows(path: Path) -> list[Row]:
     rows: list[Row] = []
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            raw = json.loads(line)
-            label = str(raw["label"])
-            if label not in LABELS:
-                raise ValueError(f"{path}:{lineno}: unknown label {label!r}")
-            label3 = raw.get("label3")
-            if label3 is not None and label3 not in LABEL3:
-                raise ValueError(f"{path}:{lineno}: unknown label3 {label3!r}")
-            strmatch = raw.get("xstest_strmatch")
-            rows.append(
-                Row(
-                    id=str(raw["id"]),
-                    model=str(raw.get("model", "all")),
-                    label=label,
-                    label3=None if label3 is None else str(label3),
-                    strmatch=None if strmatch is None else str(strmatch),
-                    text=str(raw["completion"]),
-                )
+    for lineno, raw in records(path):
+        label = str(raw["label"])
+        if label not in LABELS:
+            raise ValueError(f"{path}:{lineno}: unknown label {label!r}")
+        label3 = raw.get("label3")
+        if label3 is not None and label3 not in LABEL3:
+            raise ValueError(f"{path}:{lineno}: unknown label3 {label3!r}")
+        strmatch = raw.get("xstest_strmatch")
+        rows.append(
+            Row(
+                id=str(raw["id"]),
+                model=str(raw.get("model", "all")),
+                label=label,
+                label3=None if label3 is None else str(label3),
+                strmatch=None if strmatch is None else str(strmatch),
+                text=str(raw["completion"]),
             )
+        )
     return rows
 
 
