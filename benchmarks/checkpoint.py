@@ -27,7 +27,7 @@ from collections.abc import Hashable
 from pathlib import Path
 
 from probewise import Completion, FinishReason, Rubric, run_arm
-from probewise.responses import _checkpoint
+from probewise.responses import _journal as _checkpoint
 
 TEXTS = (
     "Here is a short overview of how the flimber valve works. It has three parts.",

@@ -11,7 +11,7 @@ The model is built from a config (no weights are downloaded): 2 layers, hidden 2
 the model's own causal-LM loss, then ``optimizer.step()`` (AdamW) and
 ``zero_grad``. Each length gets one untimed warm-up step, then ``--repeats`` timed
 ones (``time.perf_counter``; on CPU no synchronisation is needed). Until the timing
-harness lands (``probewise.throughput.profile``) this script is the stand-in.
+harness lands (``probewise.throughput.timing.harness``) this script is the stand-in.
 """
 
 from __future__ import annotations

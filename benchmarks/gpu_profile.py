@@ -52,7 +52,7 @@ def main() -> int:
         padding_penalty,
         time_loss,
     )
-    from probewise.throughput.traces import read_profiler_table
+    from probewise.throughput.readers.chrome_trace import read_profiler_table
 
     started = time.perf_counter()
     device = torch.device(args.device)

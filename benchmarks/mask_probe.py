@@ -32,7 +32,7 @@ _CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
 import torch, transformers
-from probewise.throughput.masks import MaskScenario, _probe
+from probewise.throughput.attention.masks import MaskScenario, _probe
 t1 = time.perf_counter()
 config, seq, batch, padding, dense = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5] == "dense"
 start = time.perf_counter()

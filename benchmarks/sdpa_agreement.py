@@ -17,7 +17,7 @@ and multi-query heads with ``enable_gqa`` on and off; dropout 0 / 0.1 / 0.125;
 - overall, ``torch._fused_sdp_choice`` (the dispatcher's own answer, no kernel run),
   and the priority order it settles on (``torch._C._get_sdp_priority_order``);
 
-and compares each with :func:`probewise.throughput.sdpa.predict_backend`, for the
+and compares each with :func:`probewise.throughput.attention.sdpa.predict_backend`, for the
 device's capability and an ``SdpaEnvironment`` read from the running torch (cuDNN and
 CUDA versions, ``TORCH_CUDNN_SDPA_DEPRIORITIZED``). It prints an agreement table and
 writes a JSON summary to ``--out``. Exit status: 0 all agree, 1 any disagreement,
@@ -39,7 +39,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, assert_never
 
-from probewise.throughput.sdpa import (
+from probewise.throughput.attention.sdpa import (
     AttentionDtype,
     MaskKind,
     SdpaBackend,

@@ -89,8 +89,8 @@ def _work(kind: str, path: str) -> dict[str, Any]:
         import functools
         import zlib
 
-        from probewise.throughput import traces
-        from probewise.throughput.traces import read_chrome_trace
+        from probewise.throughput.readers import chrome_trace as traces
+        from probewise.throughput.readers.chrome_trace import read_chrome_trace
 
         if kind == "probewise-gz-zlib":
             traces._fast_inflate = lambda: (  # pyright: ignore[reportPrivateUsage]

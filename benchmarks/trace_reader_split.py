@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/trace_reader_split.py /tmp/perf-trace-big/rank0.json
 
-Wraps a few internal methods of :mod:`probewise.throughput.traces` with
+Wraps a few internal methods of :mod:`probewise.throughput.readers.chrome_trace` with
 ``time.process_time`` counters, reads the file once with ``workers=1`` and prints the
 seconds spent inside each (nested: ``_try`` holds ``_decode`` and ``add``; ``add``
 holds ``_lane``, ``_select``, ``_correlations`` and ``_step_names``; ``more`` is the
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from probewise.throughput import traces
+from probewise.throughput.readers import chrome_trace as traces
 
 spent: dict[str, float] = {}
 

@@ -321,7 +321,7 @@ def test_lengths_bad_file_names_the_line(
     ],
 )
 def test_budget_units(text: str, expected: int) -> None:
-    from probewise._cli_lengths import parse_bytes
+    from probewise.cli.lengths import parse_bytes
 
     assert parse_bytes(text) == expected
 
@@ -446,7 +446,7 @@ def _raising(error: BaseException) -> Callable[[argparse.Namespace], int]:
 def test_an_unexpected_exception_is_exit_3_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from probewise import _cli_fit
+    from probewise.cli import fit as _cli_fit
 
     monkeypatch.delenv("PROBEWISE_DEBUG", raising=False)
     monkeypatch.setattr(_cli_fit, "_run", _raising(ZeroDivisionError("secret-canary")))
@@ -463,7 +463,7 @@ def test_an_unexpected_exception_is_exit_3_in_one_line(
 def test_probewise_debug_prints_the_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from probewise import _cli_fit
+    from probewise.cli import fit as _cli_fit
 
     monkeypatch.setenv("PROBEWISE_DEBUG", "1")
     monkeypatch.setattr(_cli_fit, "_run", _raising(RecursionError("deep")))
@@ -476,7 +476,7 @@ def test_probewise_debug_prints_the_traceback(
 def test_ctrl_c_is_exit_130(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from probewise import _cli_fit
+    from probewise.cli import fit as _cli_fit
 
     monkeypatch.setattr(_cli_fit, "_run", _raising(KeyboardInterrupt()))
     assert main(["fit", "1:1"]) == 130
@@ -486,7 +486,7 @@ def test_ctrl_c_is_exit_130(
 def test_a_probewise_error_is_one_line_even_with_newlines(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from probewise import _cli_fit
+    from probewise.cli import fit as _cli_fit
 
     monkeypatch.setattr(_cli_fit, "_run", _raising(InvalidInputError("first\nsecond\r\nthird")))
     assert main(["fit", "1:1"]) == 2

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import probewise._cli_arms as cli_arms
+import probewise.cli.arms as cli_arms
 from _http_server import CANARY, base_url, serving
 from probewise.cli import main
 

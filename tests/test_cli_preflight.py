@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from probewise._cli_masks import parse_capability
-from probewise._cli_preflight import synthetic_lengths
 from probewise.cli import main
+from probewise.cli.masks import parse_capability
+from probewise.cli.preflight import synthetic_lengths
 from probewise.errors import InvalidInputError
 
 
@@ -176,7 +176,9 @@ def test_a_bad_config_is_one_line_and_exit_2(
 ) -> None:
     import importlib.resources
 
-    resource = importlib.resources.files("probewise.throughput") / "configs" / "llama3-8b.json"
+    resource = (
+        importlib.resources.files("probewise.throughput.attention") / "configs" / "llama3-8b.json"
+    )
     data = json.loads(resource.read_text(encoding="utf-8"))
     data.update(num_hidden_layers=2, layer_types=["full_attention", "bogus"])
     config = tmp_path / "config.json"
@@ -205,7 +207,7 @@ def test_preflight_tokenizer_folder_missing_is_one_line_and_exit_2(
 def test_masks_shows_progress_on_stderr_past_the_delay(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from probewise.throughput import _mask_recorder
+    from probewise.throughput.attention import _recorder as _mask_recorder
 
     # A config with thousands of layers passes the 2 s delay; here the delay is 0.
     monkeypatch.setattr(_mask_recorder, "PROGRESS_DELAY_S", 0.0)

@@ -14,8 +14,8 @@ import pytest
 
 import probewise
 from probewise import FitLoss
-from probewise._cli_parsers import COMMANDS, FIT_LOSSES
 from probewise.cli import main
+from probewise.cli._args import COMMANDS, FIT_LOSSES
 
 HEAVY = ("numpy", "scipy", "torch", "transformers", "regex", "msgspec", "httpx")
 LIGHT = [[], *([spec.name] for spec in COMMANDS)]

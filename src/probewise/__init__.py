@@ -86,15 +86,36 @@ if TYPE_CHECKING:
     from probewise.responses.rubric import Rubric, Rule
     from probewise.responses.sealed import Sealed
     from probewise.responses.tally import ArmTally, Proportion
-    from probewise.throughput._ce_memory import LogitMemory, measure_bytes_per_logit
-    from probewise.throughput._length_input import (
+    from probewise.throughput._torch_dtype import TorchDtype
+    from probewise.throughput.attention.masks import (
+        Band,
+        BandKind,
+        GqaHandling,
+        LayerAttention,
+        MaskReport,
+        MaskScenario,
+        Packing,
+        Padding,
+        bundled_configs,
+        probe_masks,
+    )
+    from probewise.throughput.attention.sdpa import (
+        AttentionDtype,
+        BackendPrediction,
+        BackendRuling,
+        MaskKind,
+        SdpaBackend,
+        SdpaCall,
+        SdpaEnvironment,
+        predict_backend,
+    )
+    from probewise.throughput.data._length_input import (
         LengthInput,
         as_lengths,
         read_lengths,
         tokenize_lengths,
     )
-    from probewise.throughput._torch_dtype import TorchDtype
-    from probewise.throughput.buckets import (
+    from probewise.throughput.data.buckets import (
         Batcher,
         Batching,
         BucketRow,
@@ -104,6 +125,18 @@ if TYPE_CHECKING:
         megabatch_batches,
         random_batches,
         sweep_buckets,
+    )
+    from probewise.throughput.data.ce_memory import LogitMemory, measure_bytes_per_logit
+    from probewise.throughput.data.lengths import (
+        BatchingMode,
+        ChunkPlan,
+        HistogramBin,
+        Lengths,
+        LengthStats,
+        LogitsDtype,
+        PaddingReport,
+        ce_chunk_plan,
+        padding_waste,
     )
     from probewise.throughput.kernels import (
         Damage,
@@ -117,30 +150,15 @@ if TYPE_CHECKING:
         StepBreakdown,
         TraceSource,
     )
-    from probewise.throughput.lengths import (
-        BatchingMode,
-        ChunkPlan,
-        HistogramBin,
-        Lengths,
-        LengthStats,
-        LogitsDtype,
-        PaddingReport,
-        ce_chunk_plan,
-        padding_waste,
+    from probewise.throughput.readers.chrome_trace import (
+        ChromeTraceSet,
+        LabelledRow,
+        ProfilerTableReading,
+        RowLabel,
+        read_chrome_traces,
+        read_profiler_tables,
     )
-    from probewise.throughput.masks import (
-        Band,
-        BandKind,
-        GqaHandling,
-        LayerAttention,
-        MaskReport,
-        MaskScenario,
-        Packing,
-        Padding,
-        bundled_configs,
-        probe_masks,
-    )
-    from probewise.throughput.profile import (
+    from probewise.throughput.timing.harness import (
         Clock,
         CpuOpRow,
         KernelCapture,
@@ -153,7 +171,7 @@ if TYPE_CHECKING:
         time_loss,
         time_step,
     )
-    from probewise.throughput.scaling import (
+    from probewise.throughput.timing.scaling import (
         ExtrapolationWarning,
         FitLoss,
         LossName,
@@ -161,24 +179,6 @@ if TYPE_CHECKING:
         ScalingPoint,
         Term,
         Terms,
-    )
-    from probewise.throughput.sdpa import (
-        AttentionDtype,
-        BackendPrediction,
-        BackendRuling,
-        MaskKind,
-        SdpaBackend,
-        SdpaCall,
-        SdpaEnvironment,
-        predict_backend,
-    )
-    from probewise.throughput.traces import (
-        ChromeTraceSet,
-        LabelledRow,
-        ProfilerTableReading,
-        RowLabel,
-        read_chrome_traces,
-        read_profiler_tables,
     )
 
 # Where each public name is defined: the same modules and names as the block above.
@@ -263,18 +263,18 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ArmTally",
         "Proportion",
     ),
-    "probewise.throughput._ce_memory": (
+    "probewise.throughput.data.ce_memory": (
         "LogitMemory",
         "measure_bytes_per_logit",
     ),
-    "probewise.throughput._length_input": (
+    "probewise.throughput.data._length_input": (
         "LengthInput",
         "as_lengths",
         "read_lengths",
         "tokenize_lengths",
     ),
     "probewise.throughput._torch_dtype": ("TorchDtype",),
-    "probewise.throughput.buckets": (
+    "probewise.throughput.data.buckets": (
         "Batcher",
         "Batching",
         "BucketRow",
@@ -297,7 +297,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "StepBreakdown",
         "TraceSource",
     ),
-    "probewise.throughput.lengths": (
+    "probewise.throughput.data.lengths": (
         "BatchingMode",
         "ChunkPlan",
         "HistogramBin",
@@ -308,7 +308,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ce_chunk_plan",
         "padding_waste",
     ),
-    "probewise.throughput.masks": (
+    "probewise.throughput.attention.masks": (
         "Band",
         "BandKind",
         "GqaHandling",
@@ -320,7 +320,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "bundled_configs",
         "probe_masks",
     ),
-    "probewise.throughput.profile": (
+    "probewise.throughput.timing.harness": (
         "Clock",
         "CpuOpRow",
         "KernelCapture",
@@ -333,7 +333,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "time_loss",
         "time_step",
     ),
-    "probewise.throughput.scaling": (
+    "probewise.throughput.timing.scaling": (
         "ExtrapolationWarning",
         "FitLoss",
         "LossName",
@@ -342,7 +342,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "Term",
         "Terms",
     ),
-    "probewise.throughput.sdpa": (
+    "probewise.throughput.attention.sdpa": (
         "AttentionDtype",
         "BackendPrediction",
         "BackendRuling",
@@ -352,7 +352,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "SdpaEnvironment",
         "predict_backend",
     ),
-    "probewise.throughput.traces": (
+    "probewise.throughput.readers.chrome_trace": (
         "ChromeTraceSet",
         "LabelledRow",
         "ProfilerTableReading",

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probewise import ArmTally, Completion, ControlState, FinishReason, Rubric, classify
-from probewise.responses import _checkpoint
+from probewise.responses import _journal
 from probewise.responses.arms import OutcomeBucket, run_arm, run_paired
 
 CANARY = "zq-arm-canary-41c2"
@@ -41,7 +41,7 @@ PROMPTS: dict[Hashable, str] = {k: f"prompt {k}" for k in ARM_A}
 
 def saved(path: Path) -> int:
     """Prompts the checkpoint at ``path`` holds."""
-    return len(_checkpoint.read(path, Rubric.default()))
+    return len(_journal.read(path, Rubric.default()))
 
 
 class GeneratorFailed(RuntimeError):

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise.errors import InvalidInputError, SweepNoOpError
-from probewise.throughput._length_input import LengthInput
-from probewise.throughput.buckets import (
+from probewise.throughput.data._length_input import LengthInput
+from probewise.throughput.data.buckets import (
     Batching,
     BucketStrategy,
     bucket_batches,

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from transformers.loss.loss_utils import ForCausalLMLoss
 
 from probewise.errors import InvalidInputError
-from probewise.throughput._ce_memory import LogitMemory, measure_bytes_per_logit
-from probewise.throughput.lengths import LogitsDtype
+from probewise.throughput.data.ce_memory import LogitMemory, measure_bytes_per_logit
+from probewise.throughput.data.lengths import LogitsDtype
 
 V = 512
 T = 256
@@ -244,7 +244,7 @@ def test_logit_memory_validates(field: dict[str, object]) -> None:
 
 
 def test_the_plan_default_is_what_these_losses_measure() -> None:
-    from probewise.throughput.lengths import ce_chunk_plan
+    from probewise.throughput.data.lengths import ce_chunk_plan
 
     hf = measure(hf_causal_lm, logits_dtype=LogitsDtype.BFLOAT16)
     assert hf.peak_bytes in about(14)
@@ -267,7 +267,7 @@ def test_the_first_call_in_a_fresh_process_reads_the_steady_state() -> None:
 
     code = (
         "from transformers.loss.loss_utils import ForCausalLMLoss\n"
-        "from probewise.throughput._ce_memory import measure_bytes_per_logit\n"
+        "from probewise.throughput.data.ce_memory import measure_bytes_per_logit\n"
         "f = lambda lg, lb: ForCausalLMLoss(lg, lb, vocab_size=512)\n"
         "a = measure_bytes_per_logit(f, vocab_size=512, tokens=256).peak_bytes\n"
         "b = measure_bytes_per_logit(f, vocab_size=512, tokens=256).peak_bytes\n"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from probewise.errors import DamageKind, MixedJobsError, TraceFormatError
 from probewise.throughput.kernels import ExclusionReason, KernelKind, KernelTable
-from probewise.throughput.traces import read_chrome_trace, read_chrome_traces
+from probewise.throughput.readers.chrome_trace import read_chrome_trace, read_chrome_traces
 
 # (file, kernel µs, memcpy µs, memset µs) from ../shared/fixtures/traces/PROVENANCE.md
 TOTALS = [
@@ -469,7 +469,7 @@ def big_trace(path: Path, copies: int, *, poison: bytes = b"") -> Path:
 
 @pytest.fixture
 def parallel_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    import probewise.throughput.traces as traces_module
+    import probewise.throughput.readers.chrome_trace as traces_module
 
     monkeypatch.setattr(traces_module, "_PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(traces_module, "_RUN", 1 << 16)
@@ -633,7 +633,7 @@ def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from probewise.errors import TraceFormatError\n"
-        "from probewise.throughput.traces import read_chrome_trace\n"
+        "from probewise.throughput.readers.chrome_trace import read_chrome_trace\n"
         "try:\n"
         "    read_chrome_trace(sys.argv[1])\n"
         "except TraceFormatError as error:\n"
@@ -744,7 +744,7 @@ def test_gzip_reads_as_plain_and_damage_is_the_same_with_any_inflater(
     import functools
     import zlib
 
-    from probewise.throughput import traces as reader
+    from probewise.throughput.readers import chrome_trace as reader
 
     if not fast:  # python-isal or zlib-ng may be installed: check stdlib zlib too
         monkeypatch.setattr(
@@ -825,7 +825,7 @@ def test_zstd_without_zstandard_is_a_missing_extra(
 def test_default_workers_follow_idle_cores(load: float, cpus: int) -> None:
     from unittest import mock
 
-    from probewise.throughput import traces as reader
+    from probewise.throughput.readers import chrome_trace as reader
 
     with (
         mock.patch.object(os, "getloadavg", return_value=(load, load, load)),

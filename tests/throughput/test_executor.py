@@ -29,11 +29,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise import ArmTally, run_arm, run_arm_shards
-from probewise import _cli_kernels as cli_kernels
+from probewise.cli import kernels as cli_kernels
 from probewise.cli import main
 from probewise.errors import InvalidInputError, MixedJobsError, TraceFormatError
 from probewise.throughput.kernels import KernelTable
-from probewise.throughput.traces import read_chrome_traces
+from probewise.throughput.readers.chrome_trace import read_chrome_traces
 
 RANKS = ("sampled_rank-0.json.gz", "sampled_rank-1.json.gz")  # 2 ranks of a 128-rank job
 OTHER_JOB = "nccl_data.json.gz"  # world size 2

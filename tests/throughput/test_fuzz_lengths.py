@@ -19,7 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise.errors import InputFileError, InvalidInputError, LengthInputError
-from probewise.throughput._length_input import MAX_LENGTH, LengthInput, as_lengths, read_lengths
+from probewise.throughput.data._length_input import (
+    MAX_LENGTH,
+    LengthInput,
+    as_lengths,
+    read_lengths,
+)
 
 _ODD_LINES = st.sampled_from(
     [

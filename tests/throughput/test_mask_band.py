@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise import InvalidInputError
-from probewise.throughput._mask_band import Band, BandKind, analyse_band, crosses_documents
+from probewise.throughput.attention._band import Band, BandKind, analyse_band, crosses_documents
 
 BoolArray = npt.NDArray[np.bool_]
 

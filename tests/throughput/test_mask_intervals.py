@@ -23,13 +23,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probewise.throughput._mask_band import RowIntervals, analyse_band, crosses_documents
-from probewise.throughput.masks import MaskScenario, Packing, Padding, _probe
+from probewise.throughput.attention._band import RowIntervals, analyse_band, crosses_documents
+from probewise.throughput.attention.masks import MaskScenario, Packing, Padding, _probe
 
 torch = pytest.importorskip("torch")
 masking_utils = pytest.importorskip("transformers.masking_utils")
 
-from probewise.throughput import _mask_recorder  # noqa: E402  (needs torch)
+from probewise.throughput.attention import _recorder as _mask_recorder  # noqa: E402  (needs torch)
 
 BoolArray = npt.NDArray[np.bool_]
 

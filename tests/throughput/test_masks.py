@@ -28,7 +28,7 @@ from probewise import (
     InvalidInputError,
     UnsupportedModelError,
 )
-from probewise.throughput.masks import (
+from probewise.throughput.attention.masks import (
     BandKind,
     GqaHandling,
     LayerAttention,
@@ -39,7 +39,7 @@ from probewise.throughput.masks import (
     bundled_configs,
     probe_masks,
 )
-from probewise.throughput.sdpa import AttentionDtype, MaskKind, SdpaBackend
+from probewise.throughput.attention.sdpa import AttentionDtype, MaskKind, SdpaBackend
 
 pytest.importorskip("transformers")
 
@@ -77,7 +77,7 @@ def bundled(name: str) -> dict[str, object]:
     import importlib.resources
 
     text = (
-        importlib.resources.files("probewise.throughput") / "configs" / f"{name}.json"
+        importlib.resources.files("probewise.throughput.attention") / "configs" / f"{name}.json"
     ).read_text()
     data: dict[str, object] = json.loads(text)
     return data
@@ -524,7 +524,7 @@ def test_no_sdpa_call_at_all_is_an_error_not_an_empty_pass() -> None:
 
 
 # The predicted backend per (scenario, layer type, capability), checked by hand against
-# the rules in probewise.throughput.sdpa: on sm90 cuDNN comes first in torch 2.13's
+# the rules in probewise.throughput.attention.sdpa: on sm90 cuDNN comes first in torch 2.13's
 # order (check_prefer_cudnn_attention) and takes masks and GQA up to head dim 128; on
 # sm80 the order is flash, efficient, math; flash refuses any mask and head dims
 # above 256; efficient refuses unequal heads (native GQA), so it runs after repeat_kv.

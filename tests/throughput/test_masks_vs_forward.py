@@ -32,7 +32,7 @@ from contextlib import contextmanager
 import pytest
 
 from probewise import UnsupportedModelError
-from probewise.throughput.masks import (
+from probewise.throughput.attention.masks import (
     MaskReport,
     MaskScenario,
     Packing,
@@ -51,7 +51,7 @@ REFUSED = {"gemma2-9b"}  # no SDPA in transformers: see test_gemma2_is_refused_b
 
 def _bundled(name: str) -> dict[str, object]:
     text = (
-        importlib.resources.files("probewise.throughput") / "configs" / f"{name}.json"
+        importlib.resources.files("probewise.throughput.attention") / "configs" / f"{name}.json"
     ).read_text(encoding="utf-8")
     data: dict[str, object] = json.loads(text)
     return {k: v for k, v in data.items() if not k.startswith("_probewise")}

@@ -16,7 +16,7 @@ import torch
 from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM
 
 from probewise.errors import InsufficientPointsError, InvalidInputError
-from probewise.throughput.profile import (
+from probewise.throughput.timing.harness import (
     Clock,
     StepTiming,
     measure_scaling,
@@ -24,7 +24,7 @@ from probewise.throughput.profile import (
     time_loss,
     time_step,
 )
-from probewise.throughput.scaling import ScalingFit
+from probewise.throughput.timing.scaling import ScalingFit
 
 
 class Counted:
@@ -167,7 +167,7 @@ def test_measure_scaling_runs_the_real_step_it_was_given(
     assert csv_rows[0] == "length,seconds,batch"
     assert len(csv_rows) == 1 + len(result.points)
     # The saved points re-derive the same fit.
-    from probewise._cli_fit import read_points
+    from probewise.cli.fit import read_points
 
     assert (
         ScalingFit.fit(read_points([str(tmp_path / "points.csv")], 1)).to_dict()
@@ -206,7 +206,7 @@ def test_time_loss_runs_the_callers_loss() -> None:
 
 def test_capture_kernels_on_cpu_keeps_the_evidence(tmp_path: Path) -> None:
     from probewise.throughput.kernels import KernelTable
-    from probewise.throughput.profile import capture_kernels
+    from probewise.throughput.timing.harness import capture_kernels
 
     torch.manual_seed(0)
     model = _tiny_llama()

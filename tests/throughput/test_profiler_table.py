@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probewise.errors import DamageKind, TraceFormatError
-from probewise.throughput._profiler_table import (
+from probewise.throughput.kernels import ExclusionReason, KernelKind, KernelTable
+from probewise.throughput.readers.profiler_table import (
     LabelledRow,
     ProfilerTableReading,
     RowLabel,
@@ -20,7 +21,6 @@ from probewise.throughput._profiler_table import (
     read_profiler_table,
     read_profiler_tables,
 )
-from probewise.throughput.kernels import ExclusionReason, KernelKind, KernelTable
 
 if TYPE_CHECKING:
     from torch.autograd.profiler_util import EventList

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise.errors import InsufficientPointsError, InvalidInputError
-from probewise.throughput.scaling import (
+from probewise.throughput.timing.scaling import (
     ExtrapolationWarning,
     FitLoss,
     ScalingFit,

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise.errors import InvalidInputError
-from probewise.throughput.sdpa import (
+from probewise.throughput.attention.sdpa import (
     DEFAULT_ENVIRONMENT,
     RULES_VERSION,
     AttentionDtype,

@@ -133,7 +133,9 @@ def test_probe_masks_takes_a_torch_dtype() -> None:
     assert "llama3-8b" in bundled_configs()
     config = json.loads(
         (
-            importlib.resources.files("probewise.throughput") / "configs" / "llama3-8b.json"
+            importlib.resources.files("probewise.throughput.attention")
+            / "configs"
+            / "llama3-8b.json"
         ).read_text()
     )
     config["num_hidden_layers"] = 1

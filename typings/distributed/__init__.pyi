@@ -1,4 +1,4 @@
-# Only what probewise uses (src/probewise/_cli_kernels.py): distributed ships
+# Only what probewise uses (src/probewise/cli/kernels.py): distributed ships
 # py.typed but leaves these untyped, which mypy --strict and pyright strict refuse.
 from concurrent.futures import Executor
 

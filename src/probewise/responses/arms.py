@@ -24,7 +24,7 @@ import attrs
 
 from probewise._extras import Extra, requires
 from probewise.errors import ArgumentTypeError, InvalidInputError
-from probewise.responses import _boundary, _checkpoint
+from probewise.responses import _boundary, _journal
 from probewise.responses.classify import (
     Completion,
     Judge,
@@ -219,9 +219,9 @@ def _outcomes(
 ) -> dict[K, Outcome]:
     rules = Rubric.default() if rubric is None else rubric
     outcomes: dict[K, Outcome] = {}
-    journal: _checkpoint.Journal | None = None
+    journal: _journal.Journal | None = None
     if checkpoint is not None:
-        journal, done = _checkpoint.Journal.open(checkpoint, rules)
+        journal, done = _journal.Journal.open(checkpoint, rules)
         stray = [k for k in done if k not in prompts]
         if stray:
             journal.close()

@@ -12,7 +12,7 @@ built, and sums are taken over integer nanoseconds. That makes ``a + b`` exactly
 associative and commutative (a commutative monoid with :meth:`KernelTable.empty`
 as identity), so merging ranks or shards in any order gives the same table.
 
-The readers live in :mod:`probewise.throughput.traces`; the class methods here
+The readers live in :mod:`probewise.throughput.readers.chrome_trace`; the class methods here
 (:meth:`KernelTable.from_chrome_trace` and friends) call them.
 """
 
@@ -42,7 +42,7 @@ from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from probewise.throughput.traces import ProgressCallback
+    from probewise.throughput.readers.chrome_trace import ProgressCallback
 
 __all__ = [
     "Damage",
@@ -627,7 +627,7 @@ class KernelTable:
         """Read a Kineto / legacy Chrome trace (``.json`` or gzip, by content).
 
         A directory or a sequence of paths is read as the ranks of one job and the
-        merged table is returned (see :func:`probewise.throughput.traces.read_chrome_traces`
+        merged table is returned (see :func:`probewise.throughput.readers.chrome_trace.read_chrome_traces`
         for the per-rank tables; it takes the same keyword options). Raises
         :class:`~probewise.TraceFormatError` on damaged input unless ``salvage`` is
         true, in which case the table holds every complete event before the damage and
@@ -639,7 +639,7 @@ class KernelTable:
         ``distributed.Client(...).get_executor()``) reads each file as one task there
         and merges the tables here: the same table as the local read.
         """
-        from probewise.throughput.traces import read_chrome_traces
+        from probewise.throughput.readers.chrome_trace import read_chrome_traces
 
         return read_chrome_traces(
             path,
@@ -653,7 +653,7 @@ class KernelTable:
     @classmethod
     def from_key_averages(cls, events: Iterable[object]) -> KernelTable:
         """A table from a live ``prof.key_averages()`` (or any iterable of ``FunctionEventAvg``)."""
-        from probewise.throughput.traces import table_from_key_averages
+        from probewise.throughput.readers.chrome_trace import table_from_key_averages
 
         return table_from_key_averages(events)
 
@@ -661,10 +661,10 @@ class KernelTable:
     def from_profiler_table(cls, text: str) -> KernelTable:
         """A table from the text ``key_averages().table()`` printed.
 
-        :func:`probewise.throughput.traces.read_profiler_table` also returns how
+        :func:`probewise.throughput.readers.chrome_trace.read_profiler_table` also returns how
         each printed row was labelled and how the sum reconciles with the footer.
         """
-        from probewise.throughput.traces import read_profiler_table
+        from probewise.throughput.readers.chrome_trace import read_profiler_table
 
         return read_profiler_table(text).table
 

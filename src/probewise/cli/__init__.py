@@ -1,8 +1,8 @@
 """The ``probewise`` command.
 
 The parser is built before anything heavy is imported: every subcommand's name, help
-and arguments come from :mod:`probewise._cli_parsers` (standard library only), and the
-module that runs a subcommand (``probewise._cli_<name>``, with its numpy, scipy or
+and arguments come from :mod:`probewise.cli._args` (standard library only), and the
+module that runs a subcommand (``probewise.cli.<name>``, with its numpy, scipy or
 torch) is imported only when that subcommand runs, through its ``handler`` default, a
 function ``(argparse.Namespace) -> int`` (the exit status). So ``probewise --help`` and
 ``probewise CMD --help`` import none of them. Conventions: ``--json`` prints one JSON
@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, cast, final
 
-from probewise._cli_parsers import COMMANDS
+from probewise.cli._args import COMMANDS
 from probewise.errors import ProbewiseError
 
 __all__ = ["build_parser", "main"]
@@ -154,7 +154,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
-
-
-if __name__ == "__main__":
-    sys.exit(main())

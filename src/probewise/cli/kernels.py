@@ -25,21 +25,21 @@ import attrs
 
 from probewise._extras import Extra, requires
 from probewise.errors import InvalidInputError, TraceFormatError
-from probewise.throughput._profiler_table import decode_table_bytes
 from probewise.throughput.kernels import KernelDiff, KernelTable
-from probewise.throughput.traces import (
+from probewise.throughput.readers.chrome_trace import (
     ChromeTraceSet,
     ProfilerTableReading,
     read_chrome_traces,
     read_profiler_tables,
     require_regular_file,
 )
+from probewise.throughput.readers.profiler_table import decode_table_bytes
 
 _PROGRESS_MIN_BYTES = 64 << 20  # show a progress bar only for inputs at least this big
 _NAME_WIDTH = 72
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
     top = int(args.top)
     if top < 0:
         raise InvalidInputError(f"--top must be >= 0, got {top}")

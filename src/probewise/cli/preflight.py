@@ -24,17 +24,17 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from probewise._cli_masks import (
+from probewise.cli.masks import (
     forward_description,
     print_table,
     report_document,
     run_probe,
 )
 from probewise.errors import InvalidInputError, SweepNoOpError
-from probewise.throughput.masks import BandKind, _ranges
+from probewise.throughput.attention.masks import BandKind, _ranges
 
 if TYPE_CHECKING:
-    from probewise.throughput.masks import MaskReport
+    from probewise.throughput.attention.masks import MaskReport
 
 SYNTHETIC_SEED = 0
 SYNTHETIC_SIZE = 20_000
@@ -167,8 +167,8 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
 def _data_checks(
     lengths: npt.NDArray[np.int64], source: str, args: argparse.Namespace
 ) -> list[Check]:
-    from probewise.throughput.buckets import sweep_buckets
-    from probewise.throughput.lengths import padding_waste
+    from probewise.throughput.data.buckets import sweep_buckets
+    from probewise.throughput.data.lengths import padding_waste
 
     seq = int(args.seq)
     batch = int(args.batch)
@@ -244,7 +244,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
 def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
     if args.lengths is None:
         return synthetic_lengths(), f"synthetic sample of {SYNTHETIC_SIZE:,}"
-    from probewise.throughput._length_input import read_lengths, tokenize_lengths
+    from probewise.throughput.data._length_input import read_lengths, tokenize_lengths
 
     path = Path(str(args.lengths))
     if args.tokenizer is not None:
@@ -254,7 +254,7 @@ def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]
     return np.asarray(data.lengths, dtype=np.int64), str(path)
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
     if not 0.0 <= float(args.max_waste) <= 1.0:
         raise InvalidInputError(f"--max-waste must be in [0, 1], got {args.max_waste}")
     _check_inputs(args)

@@ -16,7 +16,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from probewise.errors import InvalidInputError
-from probewise.throughput.lengths import LogitsDtype
+from probewise.throughput.data.lengths import LogitsDtype
 
 __all__ = ["TORCH_DTYPES", "peak_once", "random_logits"]
 

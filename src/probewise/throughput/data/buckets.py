@@ -42,9 +42,9 @@ import numpy.typing as npt
 
 from probewise._validation import non_negative, optional_share, share
 from probewise.errors import InvalidInputError, SweepNoOpError
-from probewise.throughput._checks import read_only
-from probewise.throughput._length_input import MAX_LENGTH, LengthInput
-from probewise.throughput.lengths import Lengths, exact_dot, lengths_array
+from probewise.throughput.data._checks import read_only
+from probewise.throughput.data._length_input import MAX_LENGTH, LengthInput
+from probewise.throughput.data.lengths import Lengths, exact_dot, lengths_array
 
 __all__ = [
     "Batcher",

@@ -5,13 +5,13 @@ and whether a mask is present, not on weight values. So :func:`probe_masks` buil
 the real transformers model class for a config (``attn_implementation="sdpa"``),
 shrunk in width but not in layer pattern, runs one forward pass on CPU through
 transformers' own code, and records every ``scaled_dot_product_attention`` call
-(see :mod:`probewise.throughput._mask_recorder` for how, and what runs where). Each
+(see :mod:`probewise.throughput.attention._recorder` for how, and what runs where). Each
 call is then read into a :class:`LayerAttention`: its mask kind, ``is_causal``, how
 GQA was handled, the mask's band structure and bytes, and the CUDA backend
-:func:`~probewise.throughput.sdpa.predict_backend` says it would get.
+:func:`~probewise.throughput.attention.sdpa.predict_backend` says it would get.
 
 Masks are read from the mask function transformers composed, as one key interval per
-query row (:mod:`probewise.throughput._mask_function`), not from the dense tensor, so
+query row (:mod:`probewise.throughput.attention._mask_function`), not from the dense tensor, so
 the probe's cost grows linearly with the sequence length while the bytes it reports
 (what transformers would allocate) grow with its square.
 
@@ -40,9 +40,9 @@ from probewise.errors import (
     InvalidInputError,
     UnsupportedModelError,
 )
-from probewise.throughput._mask_band import Band, BandKind, analyse_band, crosses_documents
 from probewise.throughput._torch_dtype import TorchDtype
-from probewise.throughput.sdpa import (
+from probewise.throughput.attention._band import Band, BandKind, analyse_band, crosses_documents
+from probewise.throughput.attention.sdpa import (
     FAST_BACKENDS,
     AttentionDtype,
     BackendPrediction,
@@ -524,7 +524,7 @@ def _ranges(indices: Iterable[int]) -> str:
 def bundled_configs() -> tuple[str, ...]:
     """Names of the config files shipped with probewise (mirrors of published models'
     shapes), usable wherever a config path is: e.g. ``probe_masks("gemma3-27b", ...)``."""
-    folder = importlib.resources.files("probewise.throughput") / "configs"
+    folder = importlib.resources.files("probewise.throughput.attention") / "configs"
     return tuple(
         sorted(
             entry.name.removesuffix(".json")
@@ -536,7 +536,11 @@ def bundled_configs() -> tuple[str, ...]:
 
 def _resolve_config(config: object) -> object:
     if isinstance(config, str) and not Path(config).exists() and config in bundled_configs():
-        resource = importlib.resources.files("probewise.throughput") / "configs" / f"{config}.json"
+        resource = (
+            importlib.resources.files("probewise.throughput.attention")
+            / "configs"
+            / f"{config}.json"
+        )
         data: object = json.loads(resource.read_text(encoding="utf-8"))
         return data
     return config
@@ -636,7 +640,7 @@ def _probe(
     attention_dtype = AttentionDtype.parse(dtype)
     capability = _to_capability(capability)  # before the probe runs, not after
     with requires(Extra.TORCH, "probe_masks"):
-        from probewise.throughput import _mask_recorder
+        from probewise.throughput.attention import _recorder as _mask_recorder
 
     loaded = _mask_recorder.load_config(
         cast("PretrainedConfig | str | Path | Mapping[str, object]", _resolve_config(config))

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from probewise.errors import InvalidInputError
-from probewise.throughput._length_input import read_regular_file
-from probewise.throughput.scaling import FitLoss, ScalingFit, ScalingPoint
+from probewise.throughput.data._length_input import read_regular_file
+from probewise.throughput.timing.scaling import FitLoss, ScalingFit, ScalingPoint
 
 
 def _point(text: str, batch: int, where: str) -> ScalingPoint:
@@ -74,7 +74,7 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
     if int(args.batch) < 1:
         raise InvalidInputError(f"--batch must be >= 1, got {args.batch}")
     points = read_points([str(p) for p in args.points], int(args.batch))
@@ -83,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
     batch = int(args.batch)
     warnings_list = _warnings(fit, at)
     if args.plot is not None:
-        from probewise._plot import plot_fit
+        from probewise.cli._plot import plot_fit
 
         plot_fit(Path(str(args.plot)), fit, points)
     if args.json:

@@ -12,7 +12,7 @@ mask construction (``masking_utils``: which mask each layer gets, composed from 
 mask functions, and whether ``is_causal`` replaces it), which is what the probe is
 about. Only the last step, ``sdpa_mask`` evaluating the composed function on every
 (query, key) pair, is not run where the function is one
-:mod:`probewise.throughput._mask_function` models: that module reads it as one key
+:mod:`probewise.throughput.attention._mask_function` models: that module reads it as one key
 interval per query row instead (O(length), where the dense mask is O(length^2), 32
 GiB for two rows of 131,072 tokens), and the forward gets a one-element stand-in
 expanded to the mask's shape. The bytes transformers would have allocated are still
@@ -51,8 +51,8 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from probewise.errors import InvalidInputError, UnsupportedModelError
-from probewise.throughput._length_input import read_regular_file
-from probewise.throughput._mask_band import RowIntervals
+from probewise.throughput.attention._band import RowIntervals
+from probewise.throughput.data._length_input import read_regular_file
 
 __all__ = ["RawCall", "RecordedRun", "load_config", "record_sdpa_calls"]
 
@@ -410,7 +410,7 @@ def _structured_sdpa_mask(
     included) are its own. The constant is one element, so what it returns is the
     padding alone, expanded: ``keep[b, k]`` is its ``[b, 0, 0, k]``.
     """
-    from probewise.throughput import _mask_function
+    from probewise.throughput.attention import _mask_function
 
     signature = inspect.signature(original)
     owner = threading.get_ident()
@@ -544,7 +544,7 @@ def record_sdpa_calls(
     device either way, so only the embeddings and the norms pay for the width).
 
     Masks are read as row intervals from the mask function transformers composed
-    (:mod:`probewise.throughput._mask_function`), without building them, wherever
+    (:mod:`probewise.throughput.attention._mask_function`), without building them, wherever
     that module models the function; ``dense_masks`` lets transformers build every
     mask and reads the dense tensors instead (the ground truth the tests compare
     against). Either way each mask's bytes are those transformers' own ``sdpa_mask``

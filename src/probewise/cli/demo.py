@@ -1,5 +1,5 @@
 """``probewise demo``: runs the command (what it does: ``DEMO_DESCRIPTION`` in
-probewise._cli_parsers, which builds its parser and is its ``--help``).
+probewise.cli._args, which builds its parser and is its ``--help``).
 """
 
 from __future__ import annotations

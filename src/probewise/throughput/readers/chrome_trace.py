@@ -83,13 +83,6 @@ from probewise.errors import (
     MixedJobsError,
     TraceFormatError,
 )
-from probewise.throughput._profiler_table import (
-    LabelledRow,
-    ProfilerTableReading,
-    RowLabel,
-    read_profiler_table,
-    read_profiler_tables,
-)
 from probewise.throughput.kernels import (
     Damage,
     Exclusion,
@@ -100,6 +93,13 @@ from probewise.throughput.kernels import (
     StepBreakdown,
     TraceSource,
     _merge_rows,
+)
+from probewise.throughput.readers.profiler_table import (
+    LabelledRow,
+    ProfilerTableReading,
+    RowLabel,
+    read_profiler_table,
+    read_profiler_tables,
 )
 
 __all__ = [
@@ -1485,13 +1485,13 @@ class _Worker:
         import subprocess
         import sys
 
-        package_root = str(Path(__file__).resolve().parents[2])
+        package_root = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             [package_root, *filter(None, [env.get("PYTHONPATH", "")])]
         )
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "probewise.throughput._trace_worker"],
+            [sys.executable, "-m", "probewise.throughput.readers._trace_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -1522,7 +1522,7 @@ class _Worker:
 
 
 def worker_main() -> None:
-    """Internal: the entry point of ``python -m probewise.throughput._trace_worker``."""
+    """Internal: the entry point of ``python -m probewise.throughput.readers._trace_worker``."""
     import sys
 
     path, start, stop = pickle.loads(sys.stdin.buffer.read())

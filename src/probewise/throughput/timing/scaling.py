@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise.errors import InsufficientPointsError, InvalidInputError
-from probewise.throughput._length_input import MAX_LENGTH, shown_int
+from probewise.throughput.data._length_input import MAX_LENGTH, shown_int
 
 __all__ = [
     "ExtrapolationWarning",

@@ -155,7 +155,7 @@ def add_scenario_arguments(
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """FILE and how to read it: the options ``lengths`` and ``buckets`` share (see ``probewise._cli_lengths._load``)."""
+    """FILE and how to read it: the options ``lengths`` and ``buckets`` share (see ``probewise.cli.lengths._load``)."""
     parser.add_argument("file", metavar="FILE", help="lengths (one per line) or JSONL")
     parser.add_argument("--field", default="length", help="JSONL length field (length)")
     parser.add_argument("--source-field", metavar="S", help="JSONL field naming the source")
@@ -388,7 +388,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="preflight",
         help="the pre-launch checks: attention masks, padding, bucketing (no GPU)",
-        module="probewise._cli_preflight",
+        module="probewise.cli.preflight",
         run="_run",
         add_arguments=_preflight,
         description=(
@@ -400,7 +400,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="masks",
         help="per-layer attention masks and predicted SDPA backends, from a config",
-        module="probewise._cli_masks",
+        module="probewise.cli.masks",
         run="_run",
         add_arguments=_masks,
         description=(
@@ -413,7 +413,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="demo",
         help="two arms of built-in made-up completions: tallies, intervals, control verdict",
-        module="probewise._cli_demo",
+        module="probewise.cli.demo",
         run="run",
         add_arguments=_demo,
         description=DEMO_DESCRIPTION,
@@ -421,7 +421,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="kernels",
         help="device kernel time from Chrome traces or printed key_averages() tables",
-        module="probewise._cli_kernels",
+        module="probewise.cli.kernels",
         run="_run",
         add_arguments=_kernels,
         description=(
@@ -433,7 +433,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="lengths",
         help="length distribution, padding waste, bucket sweep and CE chunk plan",
-        module="probewise._cli_lengths",
+        module="probewise.cli.lengths",
         run="_run",
         add_arguments=_lengths,
         description=(
@@ -445,7 +445,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="buckets",
         help="bucket-size sweep: waste, gain, sources, neighbour correlation per width",
-        module="probewise._cli_lengths",
+        module="probewise.cli.lengths",
         run="run_sweep_only",
         add_arguments=_buckets,
         description=BUCKETS_DESCRIPTION,
@@ -453,7 +453,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="fit",
         help="fit seconds = quadratic*b*L^2 + linear*b*L + fixed to timed steps",
-        module="probewise._cli_fit",
+        module="probewise.cli.fit",
         run="_run",
         add_arguments=_fit,
         description=(
@@ -464,7 +464,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="arms",
         help="run a prompt set through two models on OpenAI-compatible servers; compare",
-        module="probewise._cli_arms",
+        module="probewise.cli.arms",
         run="run",
         add_arguments=_arms,
         description=ARMS_DESCRIPTION,

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from probewise._extras import Extra, requires
 from probewise.errors import InvalidInputError
-from probewise.throughput.buckets import BucketSweep
-from probewise.throughput.lengths import LengthStats
-from probewise.throughput.scaling import ScalingFit, ScalingPoint
+from probewise.throughput.data.buckets import BucketSweep
+from probewise.throughput.data.lengths import LengthStats
+from probewise.throughput.timing.scaling import ScalingFit, ScalingPoint
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -44,7 +44,7 @@ import numpy.typing as npt
 import torch
 from transformers import masking_utils
 
-from probewise.throughput._mask_band import RowIntervals
+from probewise.throughput.attention._band import RowIntervals
 
 __all__ = ["Evaluated", "row_intervals", "would_build_shape"]
 

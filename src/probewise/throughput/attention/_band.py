@@ -135,7 +135,7 @@ class RowIntervals:
 
     This is the shape every mask transformers composes from causal, sliding-window,
     packed-document and padding functions has (see
-    :mod:`probewise.throughput._mask_function`), stored in O(batch x length) instead
+    :mod:`probewise.throughput.attention._mask_function`), stored in O(batch x length) instead
     of O(batch x length^2). :func:`analyse_band` and :func:`crosses_documents` read it
     without building the dense mask, and give what they give for :meth:`dense`.
     """

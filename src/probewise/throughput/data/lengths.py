@@ -39,8 +39,8 @@ import numpy.typing as npt
 
 from probewise._validation import finite, non_negative, optional_positive, positive
 from probewise.errors import InvalidInputError, LengthInputError
-from probewise.throughput._length_input import MAX_LENGTH, LengthInput, as_lengths, shown_int
 from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
+from probewise.throughput.data._length_input import MAX_LENGTH, LengthInput, as_lengths, shown_int
 
 __all__ = [
     "MAX_BINS_PER_OCTAVE",

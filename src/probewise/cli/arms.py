@@ -1,5 +1,5 @@
 """``probewise arms``: runs the command (what it does: ``ARMS_DESCRIPTION`` in
-probewise._cli_parsers, which builds its parser and is its ``--help``).
+probewise.cli._args, which builds its parser and is its ``--help``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import cast, final
 
 import attrs
 
-from probewise._cli_demo import _ROWS, _paired_document
+from probewise.cli.demo import _ROWS, _paired_document
 from probewise.errors import InvalidInputError, ProbewiseError
 from probewise.responses.arms import OutcomeBucket, PairedResult, run_paired
 from probewise.responses.calibration import Calibration

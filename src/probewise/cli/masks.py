@@ -15,7 +15,7 @@ import attrs
 from probewise.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from probewise.throughput.masks import LayerAttention, MaskReport, MaskScenario
+    from probewise.throughput.attention.masks import LayerAttention, MaskReport, MaskScenario
 
 _USE_CACHE: dict[str, bool | None] = {"config": None, "on": True, "off": False}
 
@@ -32,8 +32,8 @@ def parse_capability(text: str) -> tuple[int, int]:
 
 
 def scenario_from_args(args: argparse.Namespace) -> MaskScenario:
-    """The :class:`~probewise.throughput.masks.MaskScenario` the options describe."""
-    from probewise.throughput.masks import MaskScenario, Packing, Padding
+    """The :class:`~probewise.throughput.attention.masks.MaskScenario` the options describe."""
+    from probewise.throughput.attention.masks import MaskScenario, Packing, Padding
 
     packing = Packing.NONE
     if args.packed == "position-ids":
@@ -67,7 +67,7 @@ def scenario_from_args(args: argparse.Namespace) -> MaskScenario:
 
 def run_probe(config: str, args: argparse.Namespace) -> MaskReport:
     """Run the mask probe as the scenario options say."""
-    from probewise.throughput.masks import probe_masks
+    from probewise.throughput.attention.masks import probe_masks
 
     return probe_masks(
         config,
@@ -229,9 +229,9 @@ def _same_row(a: LayerAttention, b: LayerAttention) -> bool:
     )
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
     from probewise.errors import CrossDocumentAttentionError, FastPathLostError
-    from probewise.throughput.masks import bundled_configs
+    from probewise.throughput.attention.masks import bundled_configs
 
     if args.list:
         for name in bundled_configs():

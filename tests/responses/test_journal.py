@@ -28,7 +28,7 @@ from probewise import (
     Rule,
     run_arm,
 )
-from probewise.responses import _checkpoint
+from probewise.responses import _journal as journal_module
 
 AXIS_RULE = Rule("axis.step", r"\bstep\b")
 RUBRIC = Rubric(
@@ -67,7 +67,7 @@ def test_journal_round_trips(batches: list[dict[Hashable, Outcome]]) -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "arm.json"
-        journal, done = _checkpoint.Journal.open(path, RUBRIC)
+        journal, done = journal_module.Journal.open(path, RUBRIC)
         assert done == {}
         expected: dict[Hashable, Outcome] = {}
         for batch in batches:
@@ -75,7 +75,7 @@ def test_journal_round_trips(batches: list[dict[Hashable, Outcome]]) -> None:
             journal.append(fresh)
             expected.update(fresh)
         journal.close()
-        got = _checkpoint.read(path, RUBRIC)
+        got = journal_module.read(path, RUBRIC)
         assert got == expected
         for key, outcome in got.items():  # the rubric's own rule objects
             assert getattr(outcome, "rule", None) is getattr(expected[key], "rule", None)
@@ -110,7 +110,7 @@ def test_each_batch_appends_one_line_and_rewrites_nothing(tmp_path: Path) -> Non
 
 def _journal(tmp_path: Path, lines: list[bytes], *, newline: bool = True) -> Path:
     path = tmp_path / "arm.json"
-    header = json.dumps({"format": _checkpoint.FORMAT}).encode()
+    header = json.dumps({"format": journal_module.FORMAT}).encode()
     path.write_bytes(b"\n".join([header, *lines]) + (b"\n" if newline else b""))
     return path
 
@@ -120,7 +120,7 @@ GOOD = b'[["s:a",{"b":"empty","t":false}]]'
 
 def test_a_torn_last_line_is_skipped_and_cut(tmp_path: Path) -> None:
     path = _journal(tmp_path, [GOOD, b'[["s:b",{"b":"comp'], newline=False)
-    assert _checkpoint.read(path, RUBRIC) == {"a": Empty()}
+    assert journal_module.read(path, RUBRIC) == {"a": Empty()}
     calls: list[str] = []
 
     def generate(prompt: str) -> Completion:
@@ -131,7 +131,7 @@ def test_a_torn_last_line_is_skipped_and_cut(tmp_path: Path) -> None:
     assert calls == ["B", "C"]  # the torn batch is generated again, once
     assert (tally.empty, tally.complied) == (1, 2)
     assert path.read_bytes().count(b"\n") == 4  # header, a, b, c: the torn bytes are gone
-    assert set(_checkpoint.read(path, RUBRIC)) == {"a", "b", "c"}
+    assert set(journal_module.read(path, RUBRIC)) == {"a", "b", "c"}
 
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -174,7 +174,7 @@ def test_every_corrupt_line_is_an_invalid_input_error_naming_it(
     path = _journal(tmp_path, [GOOD, line, GOOD.replace(b"s:a", b"s:z")])
     start = time.monotonic()
     with pytest.raises(InvalidInputError) as info:
-        _checkpoint.read(path, RUBRIC)
+        journal_module.read(path, RUBRIC)
     assert time.monotonic() - start < 5
     assert str(info.value).startswith(f"{path}:3: "), name
     assert len(str(info.value)) < 400  # one line, never the whole input echoed
@@ -194,9 +194,9 @@ ONE = b'[["i:1",{"b":"empty","t":false}]]'
 def test_a_repeated_prompt_id_is_refused(tmp_path: Path, first: bytes, second: bytes) -> None:
     path = _journal(tmp_path, [first, second])
     with pytest.raises(InvalidInputError, match=r":3: prompt id .* repeats the one on line 2"):
-        _checkpoint.read(path, RUBRIC)
+        journal_module.read(path, RUBRIC)
     with pytest.raises(InvalidInputError) as info:
-        _checkpoint.read(path, RUBRIC)
+        journal_module.read(path, RUBRIC)
     assert len(str(info.value)) < 400
 
 
@@ -205,12 +205,12 @@ def test_int_ids_over_the_digit_bound_are_refused_when_written(tmp_path: Path) -
         run_arm({10**100: "x"}, _answer, checkpoint=tmp_path / "a.json", progress=False)
     tally = run_arm({10**99: "x", -(10**99): "y"}, _answer, checkpoint=tmp_path / "b.json")
     assert tally.complied == 2
-    assert set(_checkpoint.read(tmp_path / "b.json", RUBRIC)) == {10**99, -(10**99)}
+    assert set(journal_module.read(tmp_path / "b.json", RUBRIC)) == {10**99, -(10**99)}
 
 
 def _old_checkpoint(path: Path, records: dict[str, object]) -> None:
     """What the previous version wrote: one JSON document, rewritten whole."""
-    path.write_text(json.dumps({"format": _checkpoint.OLD_FORMAT, "outcomes": records}))
+    path.write_text(json.dumps({"format": journal_module.OLD_FORMAT, "outcomes": records}))
 
 
 def test_the_old_format_is_read_once_and_rewritten_as_a_journal(tmp_path: Path) -> None:
@@ -222,7 +222,7 @@ def test_the_old_format_is_read_once_and_rewritten_as_a_journal(tmp_path: Path) 
             "i:7": {"b": "error", "k": "generation"},
         },
     )
-    old = _checkpoint.read(path, Rubric.default())
+    old = journal_module.read(path, Rubric.default())
     assert old == {
         "a": Refused(rule=Rubric.default().refusal[0]),
         7: Error(kind=ErrorKind.GENERATION),
@@ -237,18 +237,18 @@ def test_the_old_format_is_read_once_and_rewritten_as_a_journal(tmp_path: Path) 
     assert calls == ["C"]
     assert (tally.refused, tally.error, tally.complied) == (1, 1, 1)
     first_line = path.read_bytes().split(b"\n", 1)[0]
-    assert json.loads(first_line) == {"format": _checkpoint.FORMAT}
-    assert _checkpoint.read(path, Rubric.default()) == {**old, "c": Complied()}
+    assert json.loads(first_line) == {"format": journal_module.FORMAT}
+    assert journal_module.read(path, Rubric.default()) == {**old, "c": Complied()}
 
 
 def test_a_corrupt_old_checkpoint_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "arm.json"
     _old_checkpoint(path, {"i:01": {"b": "empty", "t": False}})
     with pytest.raises(InvalidInputError, match=r"arm.json:1: prompt key 'i:01'"):
-        _checkpoint.read(path, RUBRIC)
+        journal_module.read(path, RUBRIC)
     _old_checkpoint(path, {"s:a": {"b": "empty", "t": float("nan")}})
     with pytest.raises(InvalidInputError, match=r"arm.json:1: NaN"):
-        _checkpoint.read(path, RUBRIC)
+        journal_module.read(path, RUBRIC)
 
 
 def test_a_checkpoint_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
@@ -262,17 +262,17 @@ def test_a_checkpoint_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> N
         run_arm({"a": "x"}, _answer, checkpoint=folder, progress=False)
 
 
-@pytest.mark.parametrize("left", [b"", _checkpoint._HEADER[:7]])
+@pytest.mark.parametrize("left", [b"", journal_module._HEADER[:7]])
 def test_a_journal_killed_while_its_header_was_written_is_empty(
     tmp_path: Path, left: bytes
 ) -> None:
     path = tmp_path / "arm.json"
     path.write_bytes(left)
-    assert _checkpoint.read(path, RUBRIC) == {}
+    assert journal_module.read(path, RUBRIC) == {}
     tally = run_arm({"a": "x"}, _answer, checkpoint=path, progress=False)
     assert tally.complied == 1
-    assert _checkpoint.read(path, RUBRIC) == {"a": Complied()}
-    assert path.read_bytes().startswith(_checkpoint._HEADER)
+    assert journal_module.read(path, RUBRIC) == {"a": Complied()}
+    assert path.read_bytes().startswith(journal_module._HEADER)
 
 
 def test_orphaned_temporary_files_are_removed(tmp_path: Path) -> None:
@@ -296,8 +296,8 @@ def test_records_are_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(os, "fsync", fsync)
     # As for batches that come slower than the sync gap (a real model's):
-    monkeypatch.setattr(_checkpoint, "SYNC_GAP", 0.0)
-    monkeypatch.setattr(_checkpoint, "SYNC_COST_FACTOR", 0)
+    monkeypatch.setattr(journal_module, "SYNC_GAP", 0.0)
+    monkeypatch.setattr(journal_module, "SYNC_COST_FACTOR", 0)
     prompts: dict[Hashable, str] = {f"p{i}": "x" for i in range(5)}
     run_arm(prompts, _answer, checkpoint=tmp_path / "arm.json", progress=False)
     assert len(synced) >= len(prompts)  # each batch
@@ -308,7 +308,7 @@ def test_a_fast_run_shares_fsyncs_but_syncs_at_the_end(
 ) -> None:
     synced: list[int] = []
     monkeypatch.setattr(os, "fsync", synced.append)
-    monkeypatch.setattr(_checkpoint, "SYNC_GAP", 3600.0)
+    monkeypatch.setattr(journal_module, "SYNC_GAP", 3600.0)
     prompts: dict[Hashable, str] = {f"p{i}": "x" for i in range(50)}
     run_arm(prompts, _answer, checkpoint=tmp_path / "arm.json", progress=False)
     assert len(synced) == 2  # once at the end (the file, then its new folder entry)

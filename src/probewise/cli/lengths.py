@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import assert_never
 
 from probewise.errors import InvalidInputError
-from probewise.throughput._length_input import LengthInput, read_lengths, tokenize_lengths
-from probewise.throughput.buckets import BucketRow, BucketSweep, sweep_buckets
-from probewise.throughput.lengths import (
+from probewise.throughput.data._length_input import LengthInput, read_lengths, tokenize_lengths
+from probewise.throughput.data.buckets import BucketRow, BucketSweep, sweep_buckets
+from probewise.throughput.data.lengths import (
     BatchingMode,
     ChunkPlan,
     LengthStats,
@@ -124,7 +124,7 @@ def _plan(
     )
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (_cli_parsers)
+def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
     if args.sweep is not None and args.batch_size is None:
         raise InvalidInputError("--sweep needs --batch-size (the batch size to sweep at)")
     sizes = None if args.sweep is None else _parse_sweep(str(args.sweep))
@@ -143,7 +143,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
     )
     plan = _plan(args, padding, dtype=dtype, budget=budget)
     if args.plot is not None:
-        from probewise._plot import plot_lengths
+        from probewise.cli._plot import plot_lengths
 
         plot_lengths(Path(str(args.plot)), stats, sweep)
     if args.json:
@@ -294,7 +294,7 @@ def run_sweep_only(args: argparse.Namespace) -> int:
         data, batch_size=int(args.batch_size), bucket_sizes=sizes, seed=int(args.seed)
     )
     if args.plot is not None:
-        from probewise._plot import plot_lengths
+        from probewise.cli._plot import plot_lengths
 
         plot_lengths(Path(str(args.plot)), LengthStats.of(data), sweep)
     if args.json:

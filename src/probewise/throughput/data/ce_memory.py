@@ -33,7 +33,7 @@ from probewise._extras import Extra, requires
 from probewise._validation import checked_type, finite_non_negative, positive
 from probewise.errors import InvalidInputError
 from probewise.throughput._torch_dtype import TorchDtype
-from probewise.throughput.lengths import LogitsDtype
+from probewise.throughput.data.lengths import LogitsDtype
 
 if TYPE_CHECKING:
     import torch
@@ -141,7 +141,7 @@ def measure_bytes_per_logit(
     # loss where every later call reads 14. The steady state is what a training step
     # sees.
     with requires(Extra.TORCH, "measure_bytes_per_logit"):
-        from probewise.throughput._ce_tracker import peak_once
+        from probewise.throughput.data._ce_tracker import peak_once
 
     shape = (batch, tokens, vocab_size)
     peak_once(loss_fn, shape=shape, dtype=dtype, backward=backward, seed=seed)

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from probewise._extras import Extra, requires
 from probewise.errors import InputFileError, InvalidInputError, LengthInputError
-from probewise.throughput._checks import read_only
+from probewise.throughput.data._checks import read_only
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

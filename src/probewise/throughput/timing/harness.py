@@ -32,9 +32,9 @@ import attrs
 from probewise._extras import Extra, requires
 from probewise.errors import InsufficientPointsError, InvalidInputError
 from probewise.throughput._torch_dtype import TorchDtype
+from probewise.throughput.data.lengths import LogitsDtype
 from probewise.throughput.kernels import KernelTable
-from probewise.throughput.lengths import LogitsDtype
-from probewise.throughput.scaling import FitLoss, LossName, ScalingFit, ScalingPoint
+from probewise.throughput.timing.scaling import FitLoss, LossName, ScalingFit, ScalingPoint
 
 if TYPE_CHECKING:
     import torch
@@ -374,7 +374,7 @@ def time_loss(
     for name, value in (("vocab_size", vocab_size), ("tokens", tokens), ("batch", batch)):
         if value < 1:
             raise InvalidInputError(f"{name} must be >= 1, got {value}")
-    from probewise.throughput._ce_tracker import random_logits
+    from probewise.throughput.data._ce_tracker import random_logits
 
     dtype = LogitsDtype.parse(logits_dtype)
     logits, labels = random_logits(

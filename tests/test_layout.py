@@ -1,0 +1,285 @@
+"""The shape of the source tree (issue 22): sizes, the module graph, and who may import what.
+
+Read from the AST of ``src/probewise``; nothing is imported. Each rule is stated in
+docs/contributing.md, where a new probe is placed.
+
+- No module is over 800 lines, and no function over 80 (its docstring not counted: a
+  long explanation is not a long function).
+- The module graph has no cycle. Every ``import`` counts, those inside functions and
+  under ``TYPE_CHECKING`` too: a cycle hidden in a function is still a cycle. The
+  package faces (``__init__`` modules that only re-export) are left out, since a face
+  imports the modules beneath it by design and nothing beneath imports its face.
+- ``responses`` and ``throughput`` never import each other, nor ``cli``; a model never
+  imports its readers (``throughput.kernels`` imports nothing from ``readers``).
+- No ``_`` name crosses a subpackage: a private module or name is used only inside the
+  subpackage that holds it. The shared base at the top (``probewise._validation``,
+  ``probewise._json``, ``probewise._extras``) is the one exception, by design.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "probewise"
+MAX_MODULE_LINES = 800
+MAX_FUNCTION_LINES = 80
+SHARED_BASE = {"probewise._validation", "probewise._json", "probewise._extras"}
+
+# What the move to this layout (issue 22) has still to split: each list may only shrink.
+# Remove an entry when its module is split; the tests fail on anything not listed, and on
+# a listed entry that no longer holds.
+STILL_LONG_MODULES = {
+    "probewise.responses.arms",
+    "probewise.responses.rubric",
+    "probewise.throughput.attention._recorder",
+    "probewise.throughput.attention.sdpa",
+    "probewise.throughput.kernels",
+    "probewise.throughput.readers.chrome_trace",
+    "probewise.throughput.readers.profiler_table",
+}
+STILL_LONG_FUNCTIONS = {
+    "probewise.cli.preflight _mask_checks",
+    "probewise.throughput.attention._band _read",
+    "probewise.throughput.attention._recorder _build_and_run",
+    "probewise.throughput.attention.masks _probe",
+    "probewise.throughput.data.buckets sweep_buckets",
+    "probewise.throughput.readers.profiler_table _read_header",
+    "probewise.throughput.readers.profiler_table _read_frame",
+}
+STILL_IN_A_CYCLE = {
+    "probewise.responses.default_rules",
+    "probewise.responses.rubric",
+    "probewise.responses.outcome",
+    "probewise.throughput.readers.profiler_table",
+    "probewise.throughput.readers.chrome_trace",
+    "probewise.throughput.kernels",
+}
+STILL_MODEL_READS = True
+STILL_CROSSING = {
+    "probewise.cli.arms uses probewise.responses.generators._shown_url",
+    "probewise.cli.fit uses probewise.throughput.data._length_input.read_regular_file",
+    "probewise.cli.lengths uses probewise.throughput.data._length_input.LengthInput",
+    "probewise.cli.lengths uses probewise.throughput.data._length_input.read_lengths",
+    "probewise.cli.lengths uses probewise.throughput.data._length_input.tokenize_lengths",
+    "probewise.cli.preflight uses probewise.throughput.data._length_input.read_lengths",
+    "probewise.cli.preflight uses probewise.throughput.data._length_input.tokenize_lengths",
+    "probewise.cli.preflight uses probewise.throughput.attention.masks._ranges",
+    "probewise.throughput.attention._recorder uses "
+    "probewise.throughput.data._length_input.read_regular_file",
+    "probewise.throughput.timing.harness uses probewise.throughput.data._ce_tracker.random_logits",
+    "probewise.throughput.timing.scaling uses probewise.throughput.data._length_input.MAX_LENGTH",
+    "probewise.throughput.timing.scaling uses probewise.throughput.data._length_input.shown_int",
+    "probewise uses probewise.throughput.data._length_input.LengthInput",
+    "probewise uses probewise.throughput.data._length_input.as_lengths",
+    "probewise uses probewise.throughput.data._length_input.read_lengths",
+    "probewise uses probewise.throughput.data._length_input.tokenize_lengths",
+    "probewise uses probewise.throughput._torch_dtype.TorchDtype",
+}
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _is_face(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _imports(name: str) -> Iterator[tuple[str, str | None, int]]:
+    """(module imported, name imported from it or None, line) for every import in a module."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                yield base, alias.name, node.lineno
+
+
+def _target(module: str, name: str | None) -> str | None:
+    """The probewise module an import reaches (a submodule when ``name`` is one)."""
+    if name is not None and f"{module}.{name}" in MODULES:
+        return f"{module}.{name}"
+    return module if module in MODULES else None
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in MODULES if not _is_face(name)}
+    for name, edges in graph.items():
+        for module, imported, _line in _imports(name):
+            target = _target(module, imported)
+            if target is not None and target != name and not _is_face(target):
+                edges.add(target)
+    return graph
+
+
+def _subpackage(name: str) -> str:
+    """``probewise.responses``, ``probewise.throughput.readers``, ... or ``probewise``."""
+    return name if _is_face(name) else name.rpartition(".")[0]
+
+
+def _half(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in {"responses", "throughput", "cli"} else None
+
+
+def test_no_module_is_over_800_lines() -> None:
+    long = {
+        name: n
+        for name, path in MODULES.items()
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert set(long) == STILL_LONG_MODULES
+
+
+def _function_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    assert node.end_lineno is not None
+    lines = node.end_lineno - node.lineno + 1
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        assert first.end_lineno is not None
+        lines -= first.end_lineno - first.lineno + 1
+    return lines
+
+
+def test_no_function_is_over_80_lines() -> None:
+    long: dict[str, int] = {}
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = _function_lines(node)
+                if n > MAX_FUNCTION_LINES:
+                    long[f"{name} {node.name}"] = n
+    assert set(long) == STILL_LONG_FUNCTIONS
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+def _in_cycles(graph: dict[str, set[str]]) -> set[str]:
+    """Every module that lies on some cycle: one that reaches itself."""
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            node = todo.pop()
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph[node])
+        return seen
+
+    return {node for node in graph if node in reach(node)}
+
+
+def test_the_module_graph_has_no_cycle() -> None:
+    graph = _graph()
+    assert _in_cycles(graph) == STILL_IN_A_CYCLE
+    if not STILL_IN_A_CYCLE:
+        assert _cycle(graph) is None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+    assert _in_cycles({"a": {"b"}, "b": {"a", "c"}, "c": set()}) == {"a", "b"}
+
+
+@pytest.mark.parametrize(
+    ("importer", "forbidden"),
+    [
+        ("responses", "throughput"),
+        ("throughput", "responses"),
+        ("responses", "cli"),
+        ("throughput", "cli"),
+    ],
+)
+def test_dependencies_point_one_way(importer: str, forbidden: str) -> None:
+    wrong = sorted(
+        f"{name}:{line} imports {module}"
+        for name in MODULES
+        if _half(name) == importer
+        for module, imported, line in _imports(name)
+        if (target := _target(module, imported)) is not None and _half(target) == forbidden
+    )
+    assert wrong == []
+
+
+def test_the_kernel_model_imports_no_reader() -> None:
+    wrong = sorted(
+        f"{module}.{imported}"
+        for module, imported, _line in _imports("probewise.throughput.kernels")
+        if "readers" in f"{module}.{imported}"
+    )
+    # Until the readers are split out of kernels.py (issue 22), its reading doors do.
+    assert (wrong == []) != STILL_MODEL_READS
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def _private_crossings() -> list[str]:
+    wrong: list[str] = []
+    for name in MODULES:
+        for module, imported, _line in _imports(name):
+            if not module.startswith("probewise"):
+                continue
+            path = f"{module}.{imported}" if imported is not None else module
+            parts = path.split(".")
+            private_at = next((i for i, part in enumerate(parts) if _private(part)), None)
+            if private_at is None or ".".join(parts[: private_at + 1]) in SHARED_BASE:
+                continue
+            owner = ".".join(parts[:private_at])  # the (sub)package the private name lives in
+            if owner not in MODULES or not _is_face(owner):
+                owner = owner.rpartition(".")[0]  # a private name inside a public module
+            if not (name == owner or name.startswith(f"{owner}.")):
+                wrong.append(f"{name} uses {path}")
+    return sorted(wrong)
+
+
+def test_no_private_name_crosses_a_subpackage() -> None:
+    assert set(_private_crossings()) == STILL_CROSSING
