@@ -45,13 +45,8 @@ def main() -> int:
     from transformers import LlamaConfig, LlamaForCausalLM
     from transformers.loss.loss_utils import ForCausalLMLoss
 
-    from probewise import (
-        KernelTable,
-        capture_kernels,
-        measure_scaling,
-        padding_penalty,
-        time_loss,
-    )
+    from probewise import KernelTable
+    from probewise.throughput import capture_kernels, measure_scaling, padding_penalty, time_loss
     from probewise.throughput.readers.chrome_trace import read_profiler_table
 
     started = time.perf_counter()

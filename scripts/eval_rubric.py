@@ -208,7 +208,7 @@ LABEL3: tuple[str, ...] = (
 DECLINED_OUTCOMES = frozenset({"refused", "deflected"})
 
 # The start-of-text baseline: a completion counts as declined when its normalised text
-# (probewise.normalise: lower case, straight apostrophes, single spaces) starts with one
+# (probewise.responses.normalise: lower case, straight apostrophes, single spaces) starts with one
 # of these. The refusal openings that prefix lists in the literature and in practice
 # use (first person "can't / won't / unable / sorry / apologise", "as an AI",
 # "unfortunately", "no,"), 30 of them. Not tuned on any set.
@@ -346,7 +346,7 @@ def load_rows(path: Path) -> list[Row]:
 
 
 def prefix_baseline(text: str) -> str:
-    return "refused" if probewise.normalise(text).startswith(PREFIXES) else "complied"
+    return "refused" if probewise.responses.normalise(text).startswith(PREFIXES) else "complied"
 
 
 def rubric_labels(rows: Iterable[Row], rubric: probewise.Rubric | None = None) -> list[str]:

@@ -9,13 +9,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 import probewise
-from probewise import FitLoss
+import probewise.responses
+import probewise.throughput
 from probewise.cli import main
 from probewise.cli._args import COMMANDS, FIT_LOSSES
+from probewise.throughput import FitLoss
 
 HEAVY = ("numpy", "scipy", "torch", "transformers", "regex", "msgspec", "httpx")
 LIGHT = [[], *([spec.name] for spec in COMMANDS)]
@@ -84,9 +87,13 @@ def test_fit_losses_are_the_fit_loss_values() -> None:
 # --- The lazy package ----------------------------------------------------------------
 
 
-def _type_checking_imports() -> dict[str, tuple[str, ...]]:
-    """The ``if TYPE_CHECKING:`` block of probewise/__init__.py: module -> names."""
-    tree = ast.parse(Path(probewise.__file__).read_text())
+FACES = [probewise, probewise.responses, probewise.throughput]
+
+
+def _type_checking_imports(face: ModuleType) -> dict[str, tuple[str, ...]]:
+    """The ``if TYPE_CHECKING:`` block of a face's __init__.py: module -> names."""
+    assert face.__file__ is not None
+    tree = ast.parse(Path(face.__file__).read_text())
     (block,) = [
         node
         for node in tree.body
@@ -100,27 +107,51 @@ def _type_checking_imports() -> dict[str, tuple[str, ...]]:
     return found
 
 
-def test_the_lazy_names_are_the_declared_ones() -> None:
-    declared = _type_checking_imports()
-    assert declared == probewise._SOURCES
+def _sources(face: ModuleType) -> dict[str, tuple[str, ...]]:
+    sources: dict[str, tuple[str, ...]] = vars(face)["_SOURCES"]
+    return sources
+
+
+@pytest.mark.parametrize("face", FACES, ids=lambda face: face.__name__)
+def test_the_lazy_names_are_the_declared_ones(face: ModuleType) -> None:
+    declared = _type_checking_imports(face)
+    sources = _sources(face)
+    assert {module: sorted(names) for module, names in declared.items()} == {
+        module: sorted(names) for module, names in sources.items()
+    }
     names = [name for names in declared.values() for name in names]
     assert len(names) == len(set(names))
-    assert sorted([*names, "__version__"]) == sorted(probewise.__all__)
-    assert set(probewise.__all__) <= set(dir(probewise))
+    extra = ["__version__"] if face is probewise else []
+    assert sorted([*names, *extra]) == sorted(face.__all__)
+    assert set(face.__all__) <= set(dir(face))
 
 
-def test_every_name_is_the_object_its_module_defines() -> None:
-    for module, names in probewise._SOURCES.items():
+@pytest.mark.parametrize("face", FACES, ids=lambda face: face.__name__)
+def test_every_name_is_the_object_its_module_defines(face: ModuleType) -> None:
+    for module, names in _sources(face).items():
         source = importlib.import_module(module)
         for name in names:
-            assert getattr(probewise, name) is getattr(source, name), name
+            assert getattr(face, name) is getattr(source, name), name
     exec_globals: dict[str, object] = {}
-    exec("from probewise import *", exec_globals)
-    assert set(probewise.__all__) <= set(exec_globals)
+    exec(f"from {face.__name__} import *", exec_globals)
+    assert set(face.__all__) <= set(exec_globals)
 
 
-def test_an_unknown_name_is_an_attribute_error() -> None:
+def test_each_half_exports_every_public_name_of_its_modules_once() -> None:
+    """The top level re-exports from the faces, and the two faces share no name."""
+    halves = {
+        "probewise.responses": probewise.responses,
+        "probewise.throughput": probewise.throughput,
+    }
+    for module, names in _sources(probewise).items():
+        if module in halves:
+            assert set(names) <= set(halves[module].__all__), module
+    assert set(probewise.responses.__all__).isdisjoint(probewise.throughput.__all__)
+
+
+@pytest.mark.parametrize("face", FACES, ids=lambda face: face.__name__)
+def test_an_unknown_name_is_an_attribute_error(face: ModuleType) -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
-        _ = probewise.no_such_name  # type: ignore[attr-defined]
+        _ = face.no_such_name
     with pytest.raises(ImportError):
-        exec("from probewise import no_such_name", {})
+        exec(f"from {face.__name__} import no_such_name", {})

@@ -27,7 +27,7 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src" / "probewise"
 MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 80
-SHARED_BASE = {"probewise._validation", "probewise._json", "probewise._extras"}
+SHARED_BASE = {"probewise._validation", "probewise._json", "probewise._extras", "probewise._lazy"}
 
 # What the move to this layout (issue 22) has still to split: each list may only shrink.
 # Remove an entry when its module is split; the tests fail on anything not listed, and on
@@ -73,11 +73,10 @@ STILL_CROSSING = {
     "probewise.throughput.timing.harness uses probewise.throughput.data._ce_tracker.random_logits",
     "probewise.throughput.timing.scaling uses probewise.throughput.data._length_input.MAX_LENGTH",
     "probewise.throughput.timing.scaling uses probewise.throughput.data._length_input.shown_int",
-    "probewise uses probewise.throughput.data._length_input.LengthInput",
-    "probewise uses probewise.throughput.data._length_input.as_lengths",
-    "probewise uses probewise.throughput.data._length_input.read_lengths",
-    "probewise uses probewise.throughput.data._length_input.tokenize_lengths",
-    "probewise uses probewise.throughput._torch_dtype.TorchDtype",
+    "probewise.throughput uses probewise.throughput.data._length_input.LengthInput",
+    "probewise.throughput uses probewise.throughput.data._length_input.as_lengths",
+    "probewise.throughput uses probewise.throughput.data._length_input.read_lengths",
+    "probewise.throughput uses probewise.throughput.data._length_input.tokenize_lengths",
 }
 
 

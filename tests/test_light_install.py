@@ -66,10 +66,10 @@ LIBRARY = (
 import json, pathlib, sys
 import probewise
 from probewise import (
-    Complied, LengthStats, LogitsDtype, MaskScenario, MissingExtraError, Refused,
-    ScalingFit, ScalingPoint, ce_chunk_plan, classify, measure_bytes_per_logit, probe_masks,
-    KernelTable,
+    Complied, LengthStats, MaskScenario, MissingExtraError, Refused,
+    ScalingFit, ScalingPoint, ce_chunk_plan, classify, probe_masks, KernelTable,
 )
+from probewise.throughput import LogitsDtype, measure_bytes_per_logit
 
 class dtype:  # what a torch dtype looks like, without torch
     __module__ = "torch"

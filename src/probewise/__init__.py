@@ -1,19 +1,22 @@
 """probewise: measurement discipline for model probes.
 
-Everything public is re-exported here; nothing else lives in this module.
+The top level holds the everyday core: every error, and the names of the public
+contract in DESIGN.md (outcomes, ``classify``, the rubric, tallies, ``compare_arms``,
+calibration, ``run_arm``; the kernel table, the mask probe, the scaling fit, lengths
+and bucketing). Everything else public lives in the face of its half,
+:mod:`probewise.responses` or :mod:`probewise.throughput`.
 
-The names are loaded lazily (PEP 562): ``import probewise`` imports no submodule,
-and ``probewise.X`` or ``from probewise import X`` imports the one module that
-defines ``X`` on first use, so that ``probewise --help`` and a program that needs
-only the response half do not pay for the throughput half (numpy, scipy, torch).
-The ``TYPE_CHECKING`` block below is what type checkers and readers see; the test
-tests/test_lazy_package.py holds it, ``_SOURCES`` and ``__all__`` to the same names.
+The names are loaded lazily (PEP 562): ``import probewise`` imports no submodule, and
+``probewise.X`` or ``from probewise import X`` imports the one module that defines
+``X`` on first use, so that ``probewise --help`` and a program that needs only the
+response half do not pay for the throughput half (numpy, scipy, torch).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from probewise._lazy import LazyFace
 
 if TYPE_CHECKING:
     from probewise.errors import (
@@ -40,148 +43,58 @@ if TYPE_CHECKING:
         TraceFormatError,
         UnsupportedModelError,
     )
-    from probewise.responses.arms import (
+    from probewise.responses import (
+        ArmTally,
         BatchGenerate,
-        Generate,
-        JudgeAgreement,
-        McNemar,
-        OutcomeBucket,
-        OutcomePair,
-        PairedResult,
-        TransformersGenerator,
-        TransformersJudge,
-        run_arm,
-        run_arm_shards,
-        run_paired,
-    )
-    from probewise.responses.calibration import (
         Calibration,
-        CorrectedComparison,
-        CorrectedRate,
-        CorrectionMethod,
-        HumanLabel,
-        RubricBucket,
-        ThreeWayRates,
-    )
-    from probewise.responses.classify import (
         Completion,
-        Judge,
-        JudgeVerdict,
-        classify,
-        judge_completion,
-        normalise,
-    )
-    from probewise.responses.control import ControlState, ControlVerdict, compare_arms
-    from probewise.responses.generators import OpenAICompatibleGenerator
-    from probewise.responses.outcome import (
         Complied,
+        ControlState,
+        ControlVerdict,
+        CorrectedRate,
         Deflected,
         Empty,
         Error,
         ErrorKind,
         FinishReason,
+        Generate,
+        HumanLabel,
+        OpenAICompatibleGenerator,
         Outcome,
+        OutcomePair,
+        PairedResult,
+        Proportion,
         Refused,
+        Rubric,
+        Rule,
+        Sealed,
+        classify,
+        compare_arms,
+        run_arm,
+        run_paired,
     )
-    from probewise.responses.rubric import Rubric, Rule
-    from probewise.responses.sealed import Sealed
-    from probewise.responses.tally import ArmTally, Proportion
-    from probewise.throughput._torch_dtype import TorchDtype
-    from probewise.throughput.attention.masks import (
-        Band,
-        BandKind,
-        GqaHandling,
-        LayerAttention,
-        MaskReport,
-        MaskScenario,
-        Packing,
-        Padding,
-        bundled_configs,
-        probe_masks,
-    )
-    from probewise.throughput.attention.sdpa import (
-        AttentionDtype,
-        BackendPrediction,
-        BackendRuling,
-        MaskKind,
-        SdpaBackend,
-        SdpaCall,
-        SdpaEnvironment,
-        predict_backend,
-    )
-    from probewise.throughput.data._length_input import (
-        LengthInput,
-        as_lengths,
-        read_lengths,
-        tokenize_lengths,
-    )
-    from probewise.throughput.data.buckets import (
-        Batcher,
-        Batching,
-        BucketRow,
-        BucketStrategy,
+    from probewise.throughput import (
         BucketSweep,
-        bucket_batches,
-        megabatch_batches,
-        random_batches,
-        sweep_buckets,
-    )
-    from probewise.throughput.data.ce_memory import LogitMemory, measure_bytes_per_logit
-    from probewise.throughput.data.lengths import (
-        BatchingMode,
         ChunkPlan,
-        HistogramBin,
-        Lengths,
-        LengthStats,
-        LogitsDtype,
-        PaddingReport,
-        ce_chunk_plan,
-        padding_waste,
-    )
-    from probewise.throughput.kernels import (
-        Damage,
-        Exclusion,
-        ExclusionReason,
-        KernelChange,
-        KernelDiff,
         KernelKind,
         KernelRow,
         KernelTable,
-        StepBreakdown,
-        TraceSource,
-    )
-    from probewise.throughput.readers.chrome_trace import (
-        ChromeTraceSet,
-        LabelledRow,
-        ProfilerTableReading,
-        RowLabel,
-        read_chrome_traces,
-        read_profiler_tables,
-    )
-    from probewise.throughput.timing.harness import (
-        Clock,
-        CpuOpRow,
-        KernelCapture,
-        PaddingPenalty,
-        ScalingMeasurement,
-        StepTiming,
-        capture_kernels,
-        measure_scaling,
-        padding_penalty,
-        time_loss,
-        time_step,
-    )
-    from probewise.throughput.timing.scaling import (
-        ExtrapolationWarning,
-        FitLoss,
-        LossName,
+        LengthStats,
+        MaskReport,
+        MaskScenario,
+        Packing,
+        PaddingReport,
         ScalingFit,
         ScalingPoint,
-        Term,
-        Terms,
+        ce_chunk_plan,
+        padding_waste,
+        probe_masks,
+        read_lengths,
+        sweep_buckets,
     )
 
-# Where each public name is defined: the same modules and names as the block above.
+# Where each public name is defined: the same modules and names as the block above
+# (tests/test_cli_startup.py holds the two, and ``__all__``, to the same names).
 _SOURCES: dict[str, tuple[str, ...]] = {
     "probewise.errors": (
         "ArgumentTypeError",
@@ -207,321 +120,136 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "TraceFormatError",
         "UnsupportedModelError",
     ),
-    "probewise.responses.arms": (
+    "probewise.responses": (
+        "ArmTally",
         "BatchGenerate",
-        "Generate",
-        "JudgeAgreement",
-        "McNemar",
-        "OutcomeBucket",
-        "OutcomePair",
-        "PairedResult",
-        "TransformersGenerator",
-        "TransformersJudge",
-        "run_arm",
-        "run_arm_shards",
-        "run_paired",
-    ),
-    "probewise.responses.calibration": (
         "Calibration",
-        "CorrectedComparison",
-        "CorrectedRate",
-        "CorrectionMethod",
-        "HumanLabel",
-        "RubricBucket",
-        "ThreeWayRates",
-    ),
-    "probewise.responses.classify": (
-        "Completion",
-        "Judge",
-        "JudgeVerdict",
         "classify",
-        "judge_completion",
-        "normalise",
-    ),
-    "probewise.responses.control": (
+        "compare_arms",
+        "Completion",
+        "Complied",
         "ControlState",
         "ControlVerdict",
-        "compare_arms",
-    ),
-    "probewise.responses.generators": ("OpenAICompatibleGenerator",),
-    "probewise.responses.outcome": (
-        "Complied",
+        "CorrectedRate",
         "Deflected",
         "Empty",
         "Error",
         "ErrorKind",
         "FinishReason",
+        "Generate",
+        "HumanLabel",
+        "OpenAICompatibleGenerator",
         "Outcome",
+        "OutcomePair",
+        "PairedResult",
+        "Proportion",
         "Refused",
-    ),
-    "probewise.responses.rubric": (
         "Rubric",
         "Rule",
+        "run_arm",
+        "run_paired",
+        "Sealed",
     ),
-    "probewise.responses.sealed": ("Sealed",),
-    "probewise.responses.tally": (
-        "ArmTally",
-        "Proportion",
-    ),
-    "probewise.throughput.data.ce_memory": (
-        "LogitMemory",
-        "measure_bytes_per_logit",
-    ),
-    "probewise.throughput.data._length_input": (
-        "LengthInput",
-        "as_lengths",
-        "read_lengths",
-        "tokenize_lengths",
-    ),
-    "probewise.throughput._torch_dtype": ("TorchDtype",),
-    "probewise.throughput.data.buckets": (
-        "Batcher",
-        "Batching",
-        "BucketRow",
-        "BucketStrategy",
+    "probewise.throughput": (
         "BucketSweep",
-        "bucket_batches",
-        "megabatch_batches",
-        "random_batches",
-        "sweep_buckets",
-    ),
-    "probewise.throughput.kernels": (
-        "Damage",
-        "Exclusion",
-        "ExclusionReason",
-        "KernelChange",
-        "KernelDiff",
+        "ce_chunk_plan",
+        "ChunkPlan",
         "KernelKind",
         "KernelRow",
         "KernelTable",
-        "StepBreakdown",
-        "TraceSource",
-    ),
-    "probewise.throughput.data.lengths": (
-        "BatchingMode",
-        "ChunkPlan",
-        "HistogramBin",
-        "Lengths",
         "LengthStats",
-        "LogitsDtype",
-        "PaddingReport",
-        "ce_chunk_plan",
-        "padding_waste",
-    ),
-    "probewise.throughput.attention.masks": (
-        "Band",
-        "BandKind",
-        "GqaHandling",
-        "LayerAttention",
         "MaskReport",
         "MaskScenario",
         "Packing",
-        "Padding",
-        "bundled_configs",
+        "padding_waste",
+        "PaddingReport",
         "probe_masks",
-    ),
-    "probewise.throughput.timing.harness": (
-        "Clock",
-        "CpuOpRow",
-        "KernelCapture",
-        "PaddingPenalty",
-        "ScalingMeasurement",
-        "StepTiming",
-        "capture_kernels",
-        "measure_scaling",
-        "padding_penalty",
-        "time_loss",
-        "time_step",
-    ),
-    "probewise.throughput.timing.scaling": (
-        "ExtrapolationWarning",
-        "FitLoss",
-        "LossName",
+        "read_lengths",
         "ScalingFit",
         "ScalingPoint",
-        "Term",
-        "Terms",
-    ),
-    "probewise.throughput.attention.sdpa": (
-        "AttentionDtype",
-        "BackendPrediction",
-        "BackendRuling",
-        "MaskKind",
-        "SdpaBackend",
-        "SdpaCall",
-        "SdpaEnvironment",
-        "predict_backend",
-    ),
-    "probewise.throughput.readers.chrome_trace": (
-        "ChromeTraceSet",
-        "LabelledRow",
-        "ProfilerTableReading",
-        "RowLabel",
-        "read_chrome_traces",
-        "read_profiler_tables",
+        "sweep_buckets",
     ),
 }
-_MODULE_OF: dict[str, str] = {name: module for module, names in _SOURCES.items() for name in names}
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "ArgumentTypeError",
     "ArmTally",
-    "AttentionDtype",
-    "BackendPrediction",
-    "BackendRuling",
-    "Band",
-    "BandKind",
     "BatchGenerate",
-    "Batcher",
-    "Batching",
-    "BatchingMode",
-    "BucketRow",
-    "BucketStrategy",
     "BucketSweep",
     "Calibration",
     "CalibrationError",
-    "ChromeTraceSet",
     "ChunkPlan",
-    "Clock",
     "Completion",
     "Complied",
     "ControlState",
     "ControlVerdict",
-    "CorrectedComparison",
     "CorrectedRate",
-    "CorrectionMethod",
-    "CpuOpRow",
     "CrossDocumentAttentionError",
-    "Damage",
     "DamageKind",
     "Deflected",
     "Empty",
     "EmptyChoicesError",
     "Error",
     "ErrorKind",
-    "Exclusion",
-    "ExclusionReason",
-    "ExtrapolationWarning",
     "FastPathLostError",
     "FinishReason",
-    "FitLoss",
     "Generate",
-    "GqaHandling",
-    "HistogramBin",
     "HumanLabel",
     "InferenceServerError",
     "InputFileError",
     "InsufficientPointsError",
     "InvalidInputError",
-    "Judge",
-    "JudgeAgreement",
-    "JudgeVerdict",
-    "KernelCapture",
-    "KernelChange",
-    "KernelDiff",
     "KernelKind",
     "KernelRow",
     "KernelTable",
-    "LabelledRow",
-    "LayerAttention",
-    "LengthInput",
     "LengthInputError",
     "LengthStats",
-    "Lengths",
-    "LogitMemory",
-    "LogitsDtype",
-    "LossName",
     "MalformedResponseError",
-    "MaskKind",
     "MaskReport",
     "MaskScenario",
-    "McNemar",
     "MissingExtraError",
     "MixedJobsError",
     "OpenAICompatibleGenerator",
     "Outcome",
-    "OutcomeBucket",
     "OutcomePair",
     "Packing",
-    "Padding",
-    "PaddingPenalty",
     "PaddingReport",
     "PairedResult",
     "ProbewiseError",
-    "ProfilerTableReading",
     "Proportion",
     "Refused",
-    "RowLabel",
     "Rubric",
-    "RubricBucket",
     "RubricError",
     "Rule",
     "ScalingFit",
-    "ScalingMeasurement",
     "ScalingPoint",
-    "SdpaBackend",
-    "SdpaCall",
-    "SdpaEnvironment",
     "Sealed",
     "SealedError",
     "ServerStatusError",
     "ServerTimeoutError",
-    "StepBreakdown",
-    "StepTiming",
     "SweepNoOpError",
-    "Term",
-    "Terms",
-    "ThreeWayRates",
-    "TorchDtype",
     "TraceFormatError",
-    "TraceSource",
-    "TransformersGenerator",
-    "TransformersJudge",
     "UnsupportedModelError",
     "__version__",
-    "as_lengths",
-    "bucket_batches",
-    "bundled_configs",
-    "capture_kernels",
     "ce_chunk_plan",
     "classify",
     "compare_arms",
-    "judge_completion",
-    "measure_bytes_per_logit",
-    "measure_scaling",
-    "megabatch_batches",
-    "normalise",
-    "padding_penalty",
     "padding_waste",
-    "predict_backend",
     "probe_masks",
-    "random_batches",
-    "read_chrome_traces",
     "read_lengths",
-    "read_profiler_tables",
     "run_arm",
-    "run_arm_shards",
     "run_paired",
     "sweep_buckets",
-    "time_loss",
-    "time_step",
-    "tokenize_lengths",
 ]
+
+_FACE = LazyFace(__name__, _SOURCES)
 
 
 def __getattr__(name: str) -> object:
-    """Import the module that defines ``name`` on first use, and keep the value here."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(
-            f"module 'probewise' has no attribute {name!r}"
-        )  # internal: the module __getattr__ protocol
-    value: object = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _FACE.load(name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return _FACE.names()

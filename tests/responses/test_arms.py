@@ -245,7 +245,7 @@ def test_run_paired_resumes_both_arms(tmp_path: Path) -> None:
 
 def test_judge_disagreements_are_counted_per_arm() -> None:
     from probewise.responses.arms import JudgeAgreement, OutcomeBucket
-    from probewise.responses.classify import JudgeVerdict
+    from probewise.responses.classifier import JudgeVerdict
 
     seen: list[bool] = []
 
@@ -276,7 +276,7 @@ def test_judge_disagreements_are_counted_per_arm() -> None:
 
 
 def test_a_failing_judge_gives_no_verdict_and_no_leak() -> None:
-    from probewise.responses.classify import judge_completion
+    from probewise.responses.classifier import judge_completion
 
     def judge(text: str) -> object:
         raise RuntimeError(text)  # would carry the canary if it escaped
@@ -350,7 +350,8 @@ def test_a_batch_generator_returning_a_generator_is_a_typed_error() -> None:
 
 
 def test_paired_result_and_mcnemar_errors_are_typed() -> None:
-    from probewise import ArgumentTypeError, InvalidInputError, McNemar
+    from probewise import ArgumentTypeError, InvalidInputError
+    from probewise.responses import McNemar
 
     result = run_paired(PROMPTS, from_table(ARM_A), from_table(ARM_B), progress=False)
     with pytest.raises(ArgumentTypeError, match="OutcomeBucket"):

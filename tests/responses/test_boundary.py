@@ -22,11 +22,11 @@ from probewise import (
     Rule,
     Sealed,
     classify,
-    judge_completion,
     run_arm,
     run_paired,
 )
-from probewise.responses.classify import JudgeVerdict
+from probewise.responses import judge_completion
+from probewise.responses.classifier import JudgeVerdict
 
 CANARY = "zq-boundary-canary-5d1a"
 

@@ -23,7 +23,6 @@ from probewise import (
     CalibrationError,
     Complied,
     ControlState,
-    CorrectionMethod,
     Deflected,
     Empty,
     Error,
@@ -36,6 +35,7 @@ from probewise import (
     Refused,
     compare_arms,
 )
+from probewise.responses import CorrectionMethod
 
 # Rows of Calibration.matrix: Complied, Refused, Deflected; columns in HumanLabel order.
 C, DEC, R, D = (list(HumanLabel).index(label) for label in HumanLabel)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise import Complied, Deflected, Empty, Refused, Rubric, Rule, classify
-from probewise.responses import classify as classify_module
+from probewise.responses import classifier as classify_module
 from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_REFUSAL
 from probewise.responses.rubric import _anchored
 

@@ -20,8 +20,8 @@ from probewise import (
     Rule,
     Sealed,
     classify,
-    normalise,
 )
+from probewise.responses import normalise
 
 
 @pytest.mark.parametrize(
@@ -252,7 +252,7 @@ def test_a_huge_completion_opening_with_zero_width_characters_is_bounded() -> No
     assert seconds < 2.0
     assert peak < 8 * 2**20  # never a copy of the whole text
     # Nothing visible in the bounded prefix: Empty (documented), still bounded.
-    from probewise.responses.classify import PREFIX_FLOOR
+    from probewise.responses.classifier import PREFIX_FLOOR
 
     blank_start = "\u200b" * (PREFIX_FLOOR + 10) + "I can't help with that." + "x " * 100_000
     outcome, seconds, peak = _timed(lambda: classify(blank_start))
@@ -262,7 +262,7 @@ def test_a_huge_completion_opening_with_zero_width_characters_is_bounded() -> No
 
 
 def test_axis_rules_read_a_bounded_prefix_under_the_timeout() -> None:
-    from probewise.responses.classify import AXIS_CHARS
+    from probewise.responses.classifier import AXIS_CHARS
 
     rubric = Rubric(axes={"cake": (Rule("axis.whisk", r"\bwhisk\b"),)})
     early = "Sure. " + "stir \u00e9 " * 1000 + "whisk " + "more \u00e9 " * 8_000_000

@@ -37,9 +37,9 @@ from probewise import (
     Rubric,
     Rule,
     classify,
-    normalise,
 )
-from probewise.responses import classify as classify_module
+from probewise.responses import classifier as classify_module
+from probewise.responses import normalise
 from probewise.responses.rubric import (
     _CASE_TWINS,
     _LETTER_RUNS,

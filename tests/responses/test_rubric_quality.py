@@ -16,16 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from probewise import (
-    Completion,
-    FinishReason,
-    Outcome,
-    Rubric,
-    RubricError,
-    Rule,
-    classify,
-    normalise,
-)
+from probewise import Completion, FinishReason, Outcome, Rubric, RubricError, Rule, classify
+from probewise.responses import normalise
 
 HERE = Path(__file__).resolve().parent.parent / "data"
 DATA = HERE / "labelled_completions.jsonl"

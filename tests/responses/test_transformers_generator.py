@@ -120,7 +120,7 @@ def test_transformers_judge_maps_the_models_labels() -> None:
     from transformers import LlamaForSequenceClassification
 
     from probewise.responses.arms import TransformersJudge
-    from probewise.responses.classify import JudgeVerdict, judge_completion
+    from probewise.responses.classifier import JudgeVerdict, judge_completion
 
     tokenizer = make_tokenizer("answer")
     config = tiny_config(

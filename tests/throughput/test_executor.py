@@ -28,10 +28,11 @@ from distributed import Client, LocalCluster
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probewise import ArmTally, run_arm, run_arm_shards
+from probewise import ArmTally, run_arm
 from probewise.cli import kernels as cli_kernels
 from probewise.cli import main
 from probewise.errors import InvalidInputError, MixedJobsError, TraceFormatError
+from probewise.responses import run_arm_shards
 from probewise.throughput.kernels import KernelTable
 from probewise.throughput.readers.chrome_trace import read_chrome_traces
 

@@ -12,18 +12,16 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probewise import (
+from probewise import MaskScenario, ce_chunk_plan, probe_masks
+from probewise.errors import InvalidInputError
+from probewise.throughput import (
     AttentionDtype,
     LogitsDtype,
     MaskKind,
-    MaskScenario,
     SdpaCall,
     bundled_configs,
-    ce_chunk_plan,
     measure_bytes_per_logit,
-    probe_masks,
 )
-from probewise.errors import InvalidInputError
 from probewise.throughput._torch_dtype import torch_dtype_name
 
 LOGITS = {

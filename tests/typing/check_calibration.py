@@ -14,9 +14,7 @@ from probewise import (
     CalibrationError,
     Complied,
     ControlVerdict,
-    CorrectedComparison,
     CorrectedRate,
-    CorrectionMethod,
     Deflected,
     Empty,
     HumanLabel,
@@ -24,11 +22,10 @@ from probewise import (
     ProbewiseError,
     Proportion,
     Refused,
-    RubricBucket,
-    ThreeWayRates,
     classify,
     compare_arms,
 )
+from probewise.responses import CorrectedComparison, CorrectionMethod, RubricBucket, ThreeWayRates
 
 
 def word(label: HumanLabel) -> str:

@@ -10,15 +10,9 @@ import functools
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import assert_type
 
-from probewise import (
-    ArmTally,
-    ChromeTraceSet,
-    Completion,
-    KernelTable,
-    OpenAICompatibleGenerator,
-    read_chrome_traces,
-    run_arm_shards,
-)
+from probewise import ArmTally, Completion, KernelTable, OpenAICompatibleGenerator
+from probewise.responses import run_arm_shards
+from probewise.throughput import ChromeTraceSet, read_chrome_traces
 
 
 def echo(prompt: str) -> Completion:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import assert_never, assert_type
 
-from probewise import (
+from probewise import MaskReport, MaskScenario, Packing, probe_masks
+from probewise.throughput import (
     AttentionDtype,
     BackendPrediction,
     BackendRuling,
@@ -17,15 +18,11 @@ from probewise import (
     GqaHandling,
     LayerAttention,
     MaskKind,
-    MaskReport,
-    MaskScenario,
-    Packing,
     Padding,
     SdpaBackend,
     SdpaCall,
     bundled_configs,
     predict_backend,
-    probe_masks,
 )
 
 

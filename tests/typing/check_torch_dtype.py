@@ -11,16 +11,13 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from probewise import (
+from probewise import MaskReport, MaskScenario, ce_chunk_plan, probe_masks
+from probewise.throughput import (
     AttentionDtype,
     LogitMemory,
     LogitsDtype,
-    MaskReport,
-    MaskScenario,
     TorchDtype,
-    ce_chunk_plan,
     measure_bytes_per_logit,
-    probe_masks,
 )
 
 

@@ -88,7 +88,7 @@ part shows the whole path, generation to paired test, running.
 _PACKING_CHOICES = ("position-ids", "all-ones-mask")
 _USE_CACHE_CHOICES = ("config", "on", "off")
 FIT_LOSSES = ("linear", "soft_l1")
-"""The values of :class:`probewise.FitLoss` (a test holds them equal)."""
+"""The values of :class:`probewise.throughput.FitLoss` (a test holds them equal)."""
 PREFLIGHT_CONFIG = "gemma3-27b"
 """``preflight``'s default config."""
 _DEFAULT_SIZES = "16,32,64,128,256,512,1024,2048,4096"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from probewise._extras import Extra, requires
 from probewise.responses.arms import PairedResult, TransformersGenerator, run_paired
-from probewise.responses.classify import Completion, classify
+from probewise.responses.classifier import Completion, classify
 from probewise.responses.control import compare_arms
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, FinishReason, Refused
 from probewise.responses.tally import ArmTally

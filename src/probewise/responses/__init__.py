@@ -1,0 +1,191 @@
+"""The response half: classify how a model answered, without ever surfacing the text.
+
+Outcomes (:mod:`~probewise.responses.outcome`), the rubric and its rules, ``classify``,
+judges, generators, arms, tallies and the control, and calibration against human labels.
+The everyday names are also importable from :mod:`probewise`. Names load lazily (PEP 562):
+importing this package imports none of its modules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from probewise._lazy import LazyFace
+
+if TYPE_CHECKING:
+    from probewise.responses.arms import (
+        BatchGenerate,
+        Generate,
+        JudgeAgreement,
+        McNemar,
+        OutcomeBucket,
+        OutcomePair,
+        PairedResult,
+        TransformersGenerator,
+        TransformersJudge,
+        run_arm,
+        run_arm_shards,
+        run_paired,
+    )
+    from probewise.responses.calibration import (
+        Calibration,
+        CorrectedComparison,
+        CorrectedRate,
+        CorrectionMethod,
+        HumanLabel,
+        RubricBucket,
+        ThreeWayRates,
+    )
+    from probewise.responses.classifier import (
+        Completion,
+        Judge,
+        JudgeVerdict,
+        classify,
+        judge_completion,
+        normalise,
+    )
+    from probewise.responses.control import (
+        ControlState,
+        ControlVerdict,
+        compare_arms,
+    )
+    from probewise.responses.generators import (
+        OpenAICompatibleGenerator,
+    )
+    from probewise.responses.outcome import (
+        Complied,
+        Deflected,
+        Empty,
+        Error,
+        ErrorKind,
+        FinishReason,
+        Outcome,
+        Refused,
+    )
+    from probewise.responses.rubric import (
+        Rubric,
+        Rule,
+    )
+    from probewise.responses.sealed import (
+        Sealed,
+    )
+    from probewise.responses.tally import (
+        ArmTally,
+        Proportion,
+    )
+
+# Where each public name is defined: the same modules and names as the block above
+# (tests/test_cli_startup.py holds the two, and ``__all__``, to the same names).
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "probewise.responses.arms": (
+        "BatchGenerate",
+        "Generate",
+        "JudgeAgreement",
+        "McNemar",
+        "OutcomeBucket",
+        "OutcomePair",
+        "PairedResult",
+        "run_arm",
+        "run_arm_shards",
+        "run_paired",
+        "TransformersGenerator",
+        "TransformersJudge",
+    ),
+    "probewise.responses.calibration": (
+        "Calibration",
+        "CorrectedComparison",
+        "CorrectedRate",
+        "CorrectionMethod",
+        "HumanLabel",
+        "RubricBucket",
+        "ThreeWayRates",
+    ),
+    "probewise.responses.classifier": (
+        "classify",
+        "Completion",
+        "Judge",
+        "judge_completion",
+        "JudgeVerdict",
+        "normalise",
+    ),
+    "probewise.responses.control": (
+        "compare_arms",
+        "ControlState",
+        "ControlVerdict",
+    ),
+    "probewise.responses.generators": ("OpenAICompatibleGenerator",),
+    "probewise.responses.outcome": (
+        "Complied",
+        "Deflected",
+        "Empty",
+        "Error",
+        "ErrorKind",
+        "FinishReason",
+        "Outcome",
+        "Refused",
+    ),
+    "probewise.responses.rubric": (
+        "Rubric",
+        "Rule",
+    ),
+    "probewise.responses.sealed": ("Sealed",),
+    "probewise.responses.tally": (
+        "ArmTally",
+        "Proportion",
+    ),
+}
+
+__all__ = [
+    "ArmTally",
+    "BatchGenerate",
+    "Calibration",
+    "Completion",
+    "Complied",
+    "ControlState",
+    "ControlVerdict",
+    "CorrectedComparison",
+    "CorrectedRate",
+    "CorrectionMethod",
+    "Deflected",
+    "Empty",
+    "Error",
+    "ErrorKind",
+    "FinishReason",
+    "Generate",
+    "HumanLabel",
+    "Judge",
+    "JudgeAgreement",
+    "JudgeVerdict",
+    "McNemar",
+    "OpenAICompatibleGenerator",
+    "Outcome",
+    "OutcomeBucket",
+    "OutcomePair",
+    "PairedResult",
+    "Proportion",
+    "Refused",
+    "Rubric",
+    "RubricBucket",
+    "Rule",
+    "Sealed",
+    "ThreeWayRates",
+    "TransformersGenerator",
+    "TransformersJudge",
+    "classify",
+    "compare_arms",
+    "judge_completion",
+    "normalise",
+    "run_arm",
+    "run_arm_shards",
+    "run_paired",
+]
+
+_FACE = LazyFace(__name__, _SOURCES)
+
+
+def __getattr__(name: str) -> object:
+    return _FACE.load(name)
+
+
+def __dir__() -> list[str]:
+    return _FACE.names()

@@ -25,7 +25,7 @@ import attrs
 from probewise._extras import Extra, requires
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses import _boundary, _journal
-from probewise.responses.classify import (
+from probewise.responses.classifier import (
     Completion,
     Judge,
     JudgeVerdict,

@@ -48,7 +48,7 @@ from probewise.errors import (
     ServerStatusError,
     ServerTimeoutError,
 )
-from probewise.responses.classify import Completion
+from probewise.responses.classifier import Completion
 from probewise.responses.outcome import FinishReason
 from probewise.responses.sealed import Sealed
 

@@ -1,3 +1,5 @@
+# pyright: reportPrivateUsage=false
+# (issue 22: still to fold, a private name used outside its module or class)
 """Rules and rubrics: what counts as a refusal, a deflection, or evidence of compliance.
 
 Every pattern is compiled once with the :mod:`regex` module (case-insensitive) and

@@ -81,5 +81,5 @@ class Sealed:
 
 
 def _open(sealed: Sealed) -> str:  # pyright: ignore[reportUnusedFunction]
-    """The text inside ``sealed``. Called only by :mod:`probewise.responses.classify`."""
+    """The text inside ``sealed``. Called only by :mod:`probewise.responses.classifier`."""
     return sealed._Sealed__text  # type: ignore[attr-defined,no-any-return]

@@ -156,6 +156,18 @@ class _Solution:
     """The coefficients at their bound (zero)."""
 
 
+def _r_squared(predicted: FloatArray, seconds: FloatArray) -> float:
+    """R² of the fit; scale-free, so seconds near the float limit (whose squares overflow)
+    are divided by the largest first. Ordinary inputs take the direct sums, unchanged."""
+    with np.errstate(over="ignore"):
+        total = float(((seconds - seconds.mean()) ** 2).sum())
+        ssr = float(((predicted - seconds) ** 2).sum())
+    if not (math.isfinite(total) and math.isfinite(ssr)):
+        scale = float(np.abs(seconds).max())
+        return _r_squared(predicted / scale, seconds / scale)
+    return 1.0 - ssr / total if total > 0.0 else (1.0 if ssr == 0.0 else 0.0)
+
+
 def _solve(design: FloatArray, seconds: FloatArray, loss: FitLoss, f_scale: float) -> _Solution:
     """Fit on relative residuals, in unit-scaled columns (L**2 and 1 differ by 1e8)."""
     from scipy.optimize import least_squares, nnls
@@ -302,9 +314,7 @@ class ScalingFit:
         settings = len({(p.length, p.batch) for p in items})
         dof = settings - 3
         stderr = _stderr(solved, relative, n_points=len(items), dof=dof)
-        total = float(((seconds - seconds.mean()) ** 2).sum())
-        ssr = float(((predicted - seconds) ** 2).sum())
-        r_squared = 1.0 - ssr / total if total > 0.0 else (1.0 if ssr == 0.0 else 0.0)
+        r_squared = _r_squared(predicted, seconds)
         return cls(
             quadratic=float(coef[0]),
             linear=float(coef[1]),
