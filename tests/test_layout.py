@@ -42,7 +42,6 @@ STILL_LONG_MODULES = {
     "probewise.throughput.readers.profiler_table",
 }
 STILL_LONG_FUNCTIONS = {
-    "probewise.cli.preflight _mask_checks",
     "probewise.throughput.attention._band _read",
     "probewise.throughput.attention._recorder _build_and_run",
     "probewise.throughput.attention.masks _probe",
@@ -67,7 +66,6 @@ STILL_CROSSING = {
     "probewise.cli.lengths uses probewise.throughput.data._length_input.tokenize_lengths",
     "probewise.cli.preflight uses probewise.throughput.data._length_input.read_lengths",
     "probewise.cli.preflight uses probewise.throughput.data._length_input.tokenize_lengths",
-    "probewise.cli.preflight uses probewise.throughput.attention.masks._ranges",
     "probewise.throughput.attention._recorder uses "
     "probewise.throughput.data._length_input.read_regular_file",
     "probewise.throughput.timing.harness uses probewise.throughput.data._ce_tracker.random_logits",
