@@ -469,7 +469,7 @@ def big_trace(path: Path, copies: int, *, poison: bytes = b"") -> Path:
 
 @pytest.fixture
 def parallel_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    import probewise.throughput.readers.chrome_trace as traces_module
+    import probewise.throughput.readers._events as traces_module
 
     monkeypatch.setattr(traces_module, "_PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(traces_module, "_RUN", 1 << 16)
@@ -744,7 +744,7 @@ def test_gzip_reads_as_plain_and_damage_is_the_same_with_any_inflater(
     import functools
     import zlib
 
-    from probewise.throughput.readers import chrome_trace as reader
+    from probewise.throughput.readers import _source as reader
 
     if not fast:  # python-isal or zlib-ng may be installed: check stdlib zlib too
         monkeypatch.setattr(

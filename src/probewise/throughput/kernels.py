@@ -12,8 +12,10 @@ built, and sums are taken over integer nanoseconds. That makes ``a + b`` exactly
 associative and commutative (a commutative monoid with :meth:`KernelTable.empty`
 as identity), so merging ranks or shards in any order gives the same table.
 
-The readers live in :mod:`probewise.throughput.readers.chrome_trace`; the class methods here
-(:meth:`KernelTable.from_chrome_trace` and friends) call them.
+The readers live in :mod:`probewise.throughput.readers`. The three reading doors here
+(:meth:`KernelTable.from_chrome_trace`, :meth:`~KernelTable.from_key_averages`,
+:meth:`~KernelTable.from_profiler_table`) import their reader when called: the readers
+import this model at module level, never the reverse.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Final, assert_never, cast, final
 
@@ -42,8 +44,6 @@ from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from probewise.throughput.readers.chrome_trace import ProgressCallback
-
 __all__ = [
     "Damage",
     "DamageKind",
@@ -59,6 +59,9 @@ __all__ = [
 ]
 
 _JSON_FORMAT: Final = "probewise.KernelTable/1"
+
+ProgressCallback = Callable[[int, int], None]
+"""Called as ``progress(bytes_read, total_bytes)`` (bytes of the file on disk)."""
 
 
 def _ns(us: float) -> int:
@@ -627,8 +630,9 @@ class KernelTable:
         """Read a Kineto / legacy Chrome trace (``.json`` or gzip, by content).
 
         A directory or a sequence of paths is read as the ranks of one job and the
-        merged table is returned (see :func:`probewise.throughput.readers.chrome_trace.read_chrome_traces`
-        for the per-rank tables; it takes the same keyword options). Raises
+        merged table is returned (see
+        :func:`probewise.throughput.readers.chrome_trace.read_chrome_traces` for the per-rank
+        tables; it takes the same keyword options). Raises
         :class:`~probewise.TraceFormatError` on damaged input unless ``salvage`` is
         true, in which case the table holds every complete event before the damage and
         ``sources[i].damage`` says what was lost. Files of different jobs raise
@@ -653,7 +657,7 @@ class KernelTable:
     @classmethod
     def from_key_averages(cls, events: Iterable[object]) -> KernelTable:
         """A table from a live ``prof.key_averages()`` (or any iterable of ``FunctionEventAvg``)."""
-        from probewise.throughput.readers.chrome_trace import table_from_key_averages
+        from probewise.throughput.readers.key_averages import table_from_key_averages
 
         return table_from_key_averages(events)
 
@@ -661,10 +665,10 @@ class KernelTable:
     def from_profiler_table(cls, text: str) -> KernelTable:
         """A table from the text ``key_averages().table()`` printed.
 
-        :func:`probewise.throughput.readers.chrome_trace.read_profiler_table` also returns how
+        :func:`probewise.throughput.readers.profiler_table.read_profiler_table` also returns how
         each printed row was labelled and how the sum reconciles with the footer.
         """
-        from probewise.throughput.readers.chrome_trace import read_profiler_table
+        from probewise.throughput.readers.profiler_table import read_profiler_table
 
         return read_profiler_table(text).table
 
