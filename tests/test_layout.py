@@ -39,7 +39,6 @@ STILL_LONG_MODULES = {
     "probewise.throughput.attention._recorder",
     "probewise.throughput.attention.sdpa",
     "probewise.throughput.kernels",
-    "probewise.throughput.readers.profiler_table",
 }
 STILL_LONG_FUNCTIONS = {
     "probewise.cli.preflight _mask_checks",
@@ -47,8 +46,6 @@ STILL_LONG_FUNCTIONS = {
     "probewise.throughput.attention._recorder _build_and_run",
     "probewise.throughput.attention.masks _probe",
     "probewise.throughput.data.buckets sweep_buckets",
-    "probewise.throughput.readers.profiler_table _read_header",
-    "probewise.throughput.readers.profiler_table _read_frame",
 }
 STILL_IN_A_CYCLE = {
     "probewise.responses.default_rules",

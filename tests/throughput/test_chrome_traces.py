@@ -36,6 +36,30 @@ TOTALS = [
 ]
 
 
+def _keyword_options(function: object) -> list[tuple[str, object, object]]:
+    import inspect
+
+    assert callable(function)
+    return [
+        (parameter.name, parameter.default, parameter.annotation)
+        for parameter in inspect.signature(function).parameters.values()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+
+
+def test_the_reading_door_and_read_chrome_traces_take_the_same_options() -> None:
+    """One reading door: the model's classmethod and the reader cannot drift apart."""
+    door = _keyword_options(KernelTable.from_chrome_trace)
+    assert [name for name, _, _ in door] == [
+        "salvage",
+        "progress",
+        "workers",
+        "allow_mixed_jobs",
+        "executor",
+    ]
+    assert door == _keyword_options(read_chrome_traces)
+
+
 def close(a: float, b: float) -> bool:
     return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
