@@ -97,58 +97,10 @@ _ANON: Final = regex.compile(r"\(anonymous namespace\)::")
 class KernelKind(enum.Enum):
     """What a device row does, classified from its name (see :meth:`of`).
 
-    The patterns, tried in this order on the kernel's own identifier (the name with
+    The patterns are tried in a fixed order on the kernel's own identifier (the name with
     ``void``, template arguments and the parameter list stripped), then on the whole
-    name; matching ignores case. The identifier decides first, so
-    ``vectorized_elementwise_kernel<4, fbgemm_gpu::...>`` is elementwise work that
-    fbgemm launched, not an embedding kernel:
-
-    ``MEMCPY``
-        a name that starts with ``Memcpy`` (Kineto's ``Memcpy HtoD (Pageable -> Device)``,
-        a printed table's ``memcpy32``)
-    ``MEMSET``
-        a name that starts with ``Memset`` (``Memset (Device)``, ``memset32``)
-    ``COMMUNICATION``
-        ``nccl``, ``rccl``, ``all_reduce``/``allreduce``, ``all_gather``/``allgather``,
-        ``reduce_scatter``/``reducescatter``, ``all_to_all``/``alltoall``, ``sendrecv``
-    ``ATTENTION``
-        ``flash``, ``fmha``, ``attention``, ``attn``, ``sdpa``, ``mha``
-    ``EMBEDDING``
-        ``embedding`` (fbgemm's ``split_embedding_*`` table-batched kernels), ``fbgemm``,
-        ``embs`` as a word (``permute_pooled_embs``), fbgemm's ``bounds_check_indices``
-        and ``linearize_index``: embedding lookups and their bookkeeping, which are not
-        GEMMs even though ``fbgemm`` contains the letters
-    ``NORMALIZATION``
-        ``layer_norm``/``layernorm``, ``rms_norm``/``rmsnorm``, ``batch_norm``/``batchnorm``,
-        ``group_norm``, ``instance_norm``, cuDNN ``bn_fw``/``bn_bw``, ATen's layer-norm
-        backward ``GammaBetaBackward`` and ``RowwiseMoments``
-    ``CONVOLUTION``
-        ``conv`` (``implicit_convolve_sgemm``, CUTLASS ``ImplicitGemmConvolution``),
-        ``winograd``, ``implicit_gemm`` (cuDNN's ``sm80_xmma_fprop_implicit_gemm_*``),
-        ``fprop``/``dgrad``/``wgrad`` as a word (``cutlass_tensorop_s1688dgrad_*``,
-        ``wgrad_alg0_engine``), ``scudnn`` (cuDNN's ``volta_scudnn_128x64_relu_*``: the
-        ``relu`` is a fused epilogue, not the kernel's work), ``cudnn::cnn``,
-        ``cask_cudnn`` and ``cutlass_cudnn`` (cuDNN's convolution helpers and CUTLASS
-        kernels), cuDNN's FFT convolution ``fft2d_r2c``/``fft2d_c2r``, and ``im2col``
-        (the lowering of a convolution to a GEMM). Convolutions run as implicit GEMMs,
-        but a table that lumps them with matmuls hides which layer type costs the time
-    ``GEMM``
-        ``gemm`` (also ``sgemm``, ``hgemm``, ``gemv``, ``xmma``, ``wgmma``), ``cublas``,
-        ``cutlass``, ``matmul``, ``bmm``/``addmm``/``mm`` as a word, ROCm Tensile
-        ``Cijk_``, Triton ``triton_mm``/``triton_tem``, cuBLAS's ``splitKreduce``
-    ``REDUCTION``
-        ``reduce``, ``reduction``, ``softmax``, ``cross_entropy``, ``nll_loss``,
-        ``ClassNLLCriterion``, ``argmax``/``argmin``, ``topk``, ``cumsum``/``scan``,
-        ``pool``, ``welford``, ``norm``, Triton ``triton_red``/``triton_per``
-    ``ELEMENTWISE``
-        ``elementwise``, ``vectorized``, ``pointwise``, Triton ``triton_poi``, ``copy``,
-        ``fill``, ``cat``, ``index``, ``gather``, ``scatter``, ``transpose``,
-        ``permute``, layout changes (``nchw``/``nhwc``), ``where``, activation names
-        (``relu``, ``gelu``, ``silu``, ``sigmoid``, ``tanh``), ``dropout``,
-        ``multi_tensor_apply`` (foreach optimizer steps), ``add``/``mul``/``div``/``pow``
-        as ATen words
-    ``OTHER``
-        none of the above
+    name, ignoring case; ``OTHER`` when none matches. Which names each kind takes is
+    specified in docs/reference/kernel-kinds.md.
     """
 
     GEMM = "gemm"
