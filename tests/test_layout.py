@@ -33,8 +33,6 @@ SHARED_BASE = {"probewise._validation", "probewise._json", "probewise._extras", 
 # Remove an entry when its module is split; the tests fail on anything not listed, and on
 # a listed entry that no longer holds.
 STILL_LONG_MODULES = {
-    "probewise.responses.arms",
-    "probewise.responses.rubric",
     "probewise.throughput.attention._recorder",
     "probewise.throughput.attention.sdpa",
     "probewise.throughput.kernels",
@@ -51,16 +49,12 @@ STILL_LONG_FUNCTIONS = {
     "probewise.throughput.readers.profiler_table _read_frame",
 }
 STILL_IN_A_CYCLE = {
-    "probewise.responses.default_rules",
-    "probewise.responses.rubric",
-    "probewise.responses.outcome",
     "probewise.throughput.readers.profiler_table",
     "probewise.throughput.readers.chrome_trace",
     "probewise.throughput.kernels",
 }
 STILL_MODEL_READS = True
 STILL_CROSSING = {
-    "probewise.cli.arms uses probewise.responses.generators._shown_url",
     "probewise.cli.fit uses probewise.throughput.data._length_input.read_regular_file",
     "probewise.cli.lengths uses probewise.throughput.data._length_input.LengthInput",
     "probewise.cli.lengths uses probewise.throughput.data._length_input.read_lengths",

@@ -10,14 +10,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from probewise._extras import Extra, requires
-from probewise.responses.arms import PairedResult, TransformersGenerator, run_paired
+from probewise.responses.arms import PairedResult, run_paired
 from probewise.responses.classifier import Completion, classify
 from probewise.responses.control import compare_arms
+from probewise.responses.generators import TransformersGenerator
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, FinishReason, Refused
-from probewise.responses.tally import ArmTally
+from probewise.responses.stats import ArmTally
 
 if TYPE_CHECKING:
-    from probewise.responses.tally import Bucket
+    from probewise.responses.stats import Bucket
 
 # Made-up completions for two arms (e.g. a base and a tuned model). Arm B declines
 # more, and part of its declining is by redirecting, with no refusal token.
