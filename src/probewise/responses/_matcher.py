@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
-from typing import TYPE_CHECKING, NamedTuple, final
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast, final
 
 import regex
 
@@ -20,7 +20,6 @@ from probewise.responses.rules import FLAGS, Rule, compile_rule
 
 if TYPE_CHECKING:
     from probewise.responses.outcome import Deflected, Refused
-    from probewise.responses.rubric import Rubric
 
 # The groups, by their index in Plan.combined.
 GROUPS = ("refusal", "deflection", "preamble")
@@ -56,6 +55,20 @@ def combine(rules: tuple[Rule, ...]) -> regex.Pattern[str] | None:
             return regex.compile(whole, FLAGS)
     except Exception:
         return None
+
+
+class Groups(Protocol):
+    """What a plan is built from: a :class:`~probewise.Rubric`. (A protocol, so that this
+    module does not import rubric.py, which builds a rubric's plan when it is made.)"""
+
+    @property
+    def refusal(self) -> tuple[Rule, ...]: ...
+
+    @property
+    def deflection(self) -> tuple[Rule, ...]: ...
+
+    @property
+    def preamble(self) -> tuple[Rule, ...]: ...
 
 
 class Combined(NamedTuple):
@@ -197,7 +210,7 @@ class Plan:
 
     __slots__ = ("_lock", "combined", "groups", "outcomes", "scan")
 
-    def __init__(self, rubric: Rubric) -> None:
+    def __init__(self, rubric: Groups) -> None:
         self.groups = (rubric.refusal, rubric.deflection, rubric.preamble)
         self.combined: list[Combined | None] = [None, None, None]
         self.outcomes: dict[tuple[int, int, bool], Refused | Deflected] = {}
@@ -228,8 +241,10 @@ class Plan:
 # and the plan, which changes as classify builds its parts, belongs to the one module
 # that builds and reads it. A dict keyed by id with a finalizer that drops the entry
 # when the rubric is collected (so an id is never reused while its entry lives) is a
-# plain dict lookup per classify, cheaper than a WeakKeyDictionary's. A rubric made
-# without __init__ (unpickled, copied) gets its plan on first use like any other.
+# plain dict lookup per classify, cheaper than a WeakKeyDictionary's. A Rubric builds
+# its plan when it is made (so a caller's prefilters, compiled with a warnings filter,
+# which is not thread-safe, are built in the thread that makes it, not in classify's);
+# a rubric made without __init__ (unpickled, copied) gets its plan on first use.
 _PLANS: dict[int, Plan] = {}
 _PLANNING = threading.Lock()
 
@@ -238,14 +253,17 @@ def _forget(key: int) -> None:
     _PLANS.pop(key, None)
 
 
-def plan_of(rubric: Rubric) -> Plan:
-    """The plan of ``rubric`` (built on first use)."""
+def plan_of(rubric: object) -> Plan:
+    """The plan of ``rubric``, a :class:`~probewise.Rubric` (built on first use).
+
+    (Typed ``object``: type checkers read an attrs field with a converter as a
+    descriptor, which does not match :class:`Groups`' properties.)"""
     plan = _PLANS.get(id(rubric))
     if plan is None:
         with _PLANNING:
             plan = _PLANS.get(id(rubric))
             if plan is None:
-                plan = Plan(rubric)
+                plan = Plan(cast("Groups", rubric))
                 _PLANS[id(rubric)] = plan
                 weakref.finalize(rubric, _forget, id(rubric))
     return plan

@@ -38,6 +38,7 @@ import attrs
 from probewise._validation import rubric_timeout
 from probewise.errors import ArgumentTypeError, RubricError
 from probewise.responses._gates import gate_of
+from probewise.responses._matcher import plan_of
 from probewise.responses.rules import Rule, compile_rule
 
 __all__ = ["Rubric"]
@@ -96,7 +97,8 @@ class Rubric:
     timeout: float = attrs.field(default=0.5, validator=rubric_timeout)
     opening_chars: int = attrs.field(default=400, validator=_check_opening)
     # No caches here: what classify builds for a rubric (its prefilters, gate scan and
-    # outcomes) is its plan, kept by probewise.responses._matcher (see plan_of there).
+    # outcomes) is its plan, kept by probewise.responses._matcher (see plan_of there),
+    # and made with the rubric (__attrs_post_init__).
 
     def __attrs_post_init__(self) -> None:
         named = {"refusal": self.refusal, "deflection": self.deflection, "preamble": self.preamble}
@@ -121,6 +123,10 @@ class Rubric:
                 raise RubricError(
                     f"{where} rules repeat ids {duplicates}: give each rule its own id"
                 )
+        # The plan: a caller group's prefilter is built now (its rules were compiled just
+        # now anyway), a shipped group's on first use (~0.1 s that Rubric.default() would
+        # otherwise cost every process; with the gates, classify rarely needs them).
+        plan_of(self)
 
     @classmethod
     def default(cls) -> Rubric:
