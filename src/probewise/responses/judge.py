@@ -38,9 +38,9 @@ class JudgeVerdict(enum.Enum):
 class Judge(Protocol):
     """A second detector beside the rules: text in, a :class:`JudgeVerdict` out.
 
-    It is called from :func:`judge_completion`, which opens the :class:`Sealed`
-    for it (this module is the only place that opens one); what the judge does with
-    the text is the caller's, so it must not print or log it.
+    It is called from :func:`judge_completion`, which has the :class:`Sealed` opened
+    for it by the classifier's module (the only place that opens one); what the judge
+    does with the text is the caller's, so it must not print or log it.
     """
 
     def __call__(self, text: str, /) -> JudgeVerdict: ...
