@@ -208,18 +208,31 @@ class Plan:
     group is vetted), and the outcomes that name a rule, made once each (by
     ``(group, index, truncated)``; immutable, holding no text)."""
 
-    __slots__ = ("_lock", "combined", "groups", "outcomes", "scan")
+    __slots__ = ("_lock", "combined", "groups", "outcomes", "patterns", "scan")
 
     def __init__(self, rubric: Groups) -> None:
         self.groups = (rubric.refusal, rubric.deflection, rubric.preamble)
         self.combined: list[Combined | None] = [None, None, None]
         self.outcomes: dict[tuple[int, int, bool], Refused | Deflected] = {}
+        # The gated (vetted) rules' patterns, by group and index, filled on first use
+        # (see vetted_pattern): a list lookup in classify's inner loop.
+        self.patterns: tuple[list[regex.Pattern[str] | None], ...] = tuple(
+            [None] * len(rules) for rules in self.groups
+        )
         self._lock = threading.Lock()
         for group, rules in enumerate(self.groups):
             if not vetted(rules):
                 self.combine(group)
         scan = GateScan(*self.groups)
         self.scan = scan if scan.refusal_ok or scan.deflection_ok or scan.preamble_ok else None
+
+    def vetted_pattern(self, group: int, index: int) -> regex.Pattern[str]:
+        """The pattern of vetted rule ``index`` of ``group``, compiled without a warnings
+        filter (see :func:`~.rules.compile_rule`) and kept in :attr:`patterns`. Threads
+        may both store it: each stores the rule's one cached pattern."""
+        pattern = pattern_of(self.groups[group][index], strict=False)
+        self.patterns[group][index] = pattern
+        return pattern
 
     def combine(self, group: int) -> Combined:
         """The prefilter of group ``group`` (REFUSAL, DEFLECTION, PREAMBLE), built on

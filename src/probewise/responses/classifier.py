@@ -280,14 +280,18 @@ def _find(pattern: regex.Pattern[str], text: str, clock: _Clock) -> regex.Match[
     return pattern.search(text, timeout=clock.left())
 
 
-def _first_of(rules: tuple[Rule, ...], candidates: int, text: str, clock: _Clock) -> int:
-    """The index of the first rule, in order, among those whose bit is set in
-    ``candidates`` that matches, or -1. (Gated rules: vetted ones.)"""
+def _first_of(plan: Plan, kind: int, candidates: int, text: str, clock: _Clock) -> int:
+    """The index of the first rule of group ``kind``, in order, among those whose bit
+    is set in ``candidates`` that matches, or -1. (Gated rules: vetted ones.)"""
     clock.left()
+    patterns = plan.patterns[kind]
     while candidates:
         lowest = candidates & -candidates
         index = lowest.bit_length() - 1
-        if _find(pattern_of(rules[index], strict=False), text, clock) is not None:
+        pattern = patterns[index]
+        if pattern is None:
+            pattern = plan.vetted_pattern(kind, index)
+        if _find(pattern, text, clock) is not None:
             return index
         candidates ^= lowest
     return -1
@@ -320,10 +324,10 @@ def _first_index(plan: Plan, kind: int, candidates: int, opening: str, clock: _C
     rules = plan.groups[kind]
     if candidates >= 0 and scan is not None:
         if kind == REFUSAL and scan.refusal_ok:
-            return _first_of(rules, candidates & scan.refusal_bits, opening, clock)
+            return _first_of(plan, kind, candidates & scan.refusal_bits, opening, clock)
         if kind == DEFLECTION and scan.deflection_ok:
             deflection = (candidates >> scan.refusal_count) & scan.deflection_bits
-            return _first_of(rules, deflection, opening, clock)
+            return _first_of(plan, kind, deflection, opening, clock)
     combined = plan.combined[kind]
     if combined is None:  # built on first use (see Plan.combine)
         combined = plan.combine(kind)
