@@ -17,10 +17,11 @@ import attrs
 
 from probewise.cli._tables import BUCKET_ROWS, paired_document
 from probewise.errors import InvalidInputError, ProbewiseError
-from probewise.responses.arms import OutcomeBucket, PairedResult, run_paired
+from probewise.responses.arms import PairedResult, run_paired
 from probewise.responses.calibration import Calibration
-from probewise.responses.generators import OpenAICompatibleGenerator, _shown_url
-from probewise.responses.tally import ArmTally
+from probewise.responses.generators import OpenAICompatibleGenerator
+from probewise.responses.generators import shown_url as _shown_url
+from probewise.responses.stats import ArmTally, OutcomeBucket
 
 
 @final
