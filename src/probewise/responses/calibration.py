@@ -4,49 +4,8 @@ A rubric that misses some declines (or calls some answers declines) counts a bia
 declined rate. Label a sample of outcomes by hand, build a :class:`Calibration` from
 the ``(Outcome, HumanLabel)`` pairs, and :meth:`Calibration.correct` turns an arm's
 tally into the declined rate corrected for the measured error, with an interval that
-carries the uncertainty of both the arm and the labelled sample.
-
-**Model.** "Declined" is Refused or Deflected for the rubric, and DECLINED, REFUSED or
-DEFLECTED for a human. On the labelled sample the rubric's sensitivity ``Se`` (declines
-it catches) and specificity ``Sp`` (answers it leaves alone) are measured. If an arm's
-true declined rate is ``pi``, its observed rate is ``p = pi * Se + (1 - pi) * (1 - Sp)``,
-so ``pi = (p + Sp - 1) / (Se + Sp - 1)`` (Rogan & Gladen 1978). This assumes the
-rubric errs on the arm as it erred on the labelled sample: the sample must come from
-the same model and kind of prompts (its own declined share may differ; the rubric's
-error rates given the human label must not).
-
-**Point estimate.** Rogan-Gladen, clipped to [0, 1]; :attr:`CorrectedRate.clipped`
-says when the raw value fell outside (the observed rate is below the rubric's false
-positive rate, or above its sensitivity: sampling noise, or a labelled sample that
-does not match the arm).
-
-**Interval.** Lang & Reiczigel (2014, *Preventive Veterinary Medicine* 113:13-22),
-"adjusted" limits: the arm's proportion gets ``z**2 / 2`` pseudo-successes out of
-``z**2`` (Agresti-Coull), sensitivity and specificity one success out of two; the
-delta-method standard error of the adjusted Rogan-Gladen value, shifted by their
-bias term ``2 z**2 (pi Se (1 - Se) / n_se - (1 - pi) Sp (1 - Sp) / n_sp)``, clipped to
-[0, 1] and widened where needed to contain the point estimate. Closed form (no
-resampling, so deterministic and microseconds per call) and it carries the three
-binomial samples. Measured by seeded simulation with this module (the script and
-its output are in docs/howto/calibrate-rubric.md; the tests assert the same): 95%
-coverage 0.934-0.980 over five settings (true rate 0.05-0.9, sensitivity 0.3-0.9,
-specificity 0.9-0.99), conservative for a weak rubric.
-
-**Mix.** Sensitivity to "declines" transfers from the labelled sample to an arm only
-if both mix refusals and deflections alike, when the rubric catches one kind better
-than the other. With labels that split declines, :attr:`CorrectedRate.three_way`
-inverts the 3 x 3 matrix instead and does not depend on that mix.
-
-**Chance.** A rubric whose Youden's J = Se + Sp - 1 is not above 0 carries no
-information about the declined rate, and near 0 the correction divides by noise.
-:meth:`Calibration.correct` raises :class:`~probewise.CalibrationError` when J's
-interval (Newcombe's hybrid score interval for the difference of two independent
-proportions, at the same confidence) reaches 0: no number is better than a confident
-wrong one, and the message says to label more rows or fix the rubric.
-
-**Empty and Error** outcomes are neither answers nor declines: they are left out of
-the calibration (counted in :attr:`Calibration.empty` / :attr:`Calibration.error`)
-and out of the correction (carried on :class:`CorrectedRate` as counts).
+carries the uncertainty of both the arm and the labelled sample. The model, the
+interval, the mix and chance rules are specified in docs/reference/calibration.md.
 """
 
 from __future__ import annotations
