@@ -13,8 +13,8 @@ docs/contributing.md, where a new probe is placed.
   imports its readers (``throughput.kernels`` imports nothing from ``readers``), except
   in its three reading doors (see ``READING_DOORS``).
 - No ``_`` name crosses a subpackage: a private module or name is used only inside the
-  subpackage that holds it. The shared base at the top (``probewise._validation``,
-  ``probewise._json``, ``probewise._extras``) is the one exception, by design.
+  subpackage that holds it. The shared base at the top (``SHARED_BASE``:
+  ``_validation``, ``_json``, ``_extras``, ``_files``, ``_lazy``) is the one exception.
 """
 
 from __future__ import annotations
