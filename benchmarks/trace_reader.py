@@ -23,6 +23,8 @@ Plain contenders (on ``TRACE``):
                   fields the reader uses (``ph``, ``cat``, ``name``, ``ts``, ``dur``,
                   ``args``; ``name`` and ``args`` as ``msgspec.Raw``, as the reader has them)
 ``probewise``     ``read_chrome_trace(TRACE, workers=1)``
+``probewise-exact``  the same with the fast path declining every run (the exact path
+                  alone, as the reader was before the fast path)
 ``probewise-2w``  ``read_chrome_trace(TRACE, workers=2)``
 
 gzip contenders (on ``TRACE.gz`` when it exists, or ``--gz PATH``):
@@ -49,7 +51,7 @@ from typing import Any
 
 import msgspec
 
-PLAIN = ("read", "json", "msgspec", "probewise", "probewise-2w")
+PLAIN = ("read", "json", "msgspec", "probewise", "probewise-exact", "probewise-2w")
 GZIP = ("zcat", "inflate", "inflate-isal", "probewise-gz", "probewise-gz-zlib")
 
 
@@ -85,13 +87,17 @@ def _work(kind: str, path: str) -> dict[str, Any]:
             data = handle.read()
         doc = msgspec.json.decode(data, type=_Doc)
         return {"events": len(doc.traceEvents)}
-    if kind in ("probewise", "probewise-2w", "probewise-gz", "probewise-gz-zlib"):
+    if kind.startswith("probewise"):
         import functools
         import zlib
 
         from probewise.throughput.readers import _source as source
         from probewise.throughput.readers.chrome_trace import read_chrome_trace
 
+        if kind == "probewise-exact":
+            from probewise.throughput.readers import _totals
+
+            _totals.FastPath.add = lambda self, totals, doc: False  # type: ignore[method-assign]  # pyright: ignore[reportPrivateUsage]
         if kind == "probewise-gz-zlib":
             source._fast_inflate = lambda: (  # pyright: ignore[reportPrivateUsage]
                 functools.partial(zlib.decompressobj, wbits=31),

@@ -6,10 +6,12 @@ Usage::
 
 Wraps a few internal methods of the trace reader's stages (``probewise.throughput.readers``
 ``_source``, ``_events`` and ``_totals``) with ``time.process_time`` counters, reads the
-file once with ``workers=1`` and prints the seconds spent inside each (nested: ``_try`` holds ``_decode`` and ``add``; ``add``
-holds ``_lane``, ``_select``, ``_correlations`` and ``_step_names``; ``more`` is the
-reading and copying into the sliding buffer). The wrappers add a little time of
-their own, so the parts are upper bounds.
+file once with ``workers=1`` and prints the seconds spent inside each (nested: ``_try``
+holds the fast path's ``FastPath._decode`` and ``tally`` and, for the runs it declines,
+the exact path's ``_decode`` and ``add``; ``tally`` and ``add`` hold ``_lane``,
+``_pick``/``_select``, ``_correlations`` and ``_step_names``; ``more`` is the reading and
+copying into the sliding buffer). The wrappers add a little time of their own, so the
+parts are upper bounds.
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ spent: dict[str, float] = {}
 
 def _wrap(owner: Any, name: str) -> None:
     inner: Callable[..., Any] = getattr(owner, name)
+    # Two stages have a _decode: the fast path's and the exact path's.
+    label = f"{owner.__name__}.{name}" if name == "_decode" else name
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.process_time()
         try:
             return inner(*args, **kwargs)
         finally:
-            spent[name] = spent.get(name, 0.0) + time.process_time() - started
+            spent[label] = spent.get(label, 0.0) + time.process_time() - started
 
     setattr(owner, name, timed)
 
@@ -42,11 +46,14 @@ def main() -> None:
         (_source.Source, "more"),
         (_events.Parser, "_try"),
         (_events.Parser, "_decode"),
+        (_totals.FastPath, "_decode"),
+        (_totals.Totals, "tally"),
         (_events.Parser, "_cuts"),
         (_totals.Totals, "add"),
         (_totals.Totals, "_lane"),
         (_totals.Totals, "table"),
         (_totals, "_select"),
+        (_totals, "_pick"),
         (_totals, "_correlations"),
         (_totals, "_step_names"),
     ]:
@@ -55,7 +62,7 @@ def main() -> None:
     chrome_trace.read_chrome_trace(sys.argv[1], workers=1)
     print(f"total {time.process_time() - started:.2f} s CPU")
     for name, seconds in spent.items():
-        print(f"  {name:<14}{seconds:6.2f}")
+        print(f"  {name:<18}{seconds:6.2f}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import regex
 from probewise.errors import DamageKind, InvalidInputError, TraceFormatError
 from probewise.throughput.kernels import Damage, KernelTable, ProgressCallback, TraceSource
 from probewise.throughput.readers._source import WHITESPACE, Source
-from probewise.throughput.readers._totals import DECODE_ANY, Event, Totals
+from probewise.throughput.readers._totals import DECODE_ANY, Event, FastPath, Totals
 
 __all__ = ["Parser", "Segment", "Spawn", "WorkerResult", "first_line"]
 
@@ -96,6 +96,7 @@ class Parser:
         self.src = Source(path, progress, salvage=salvage)
         self.salvage = salvage
         self.totals = Totals(always_launches=always_launches)
+        self.fast = FastPath()  # tried first on every run; the exact path where it declines
         self.pos = 0
         self.rank: int | None = None
         self.world_size: int | None = None
@@ -486,6 +487,8 @@ class Parser:
         body = memoryview(src.buf)[start:end]
         doc = b"".join((b"[", body) if final else (b"[", body, b"]"))
         body.release()
+        if not final and self.fast.add(self.totals, doc):
+            return _OK
         try:
             events = self._decode(doc, start)
         except RecursionError:
@@ -498,6 +501,9 @@ class Parser:
                 # reports the byte after the first trailing character).
                 close = doc.rfind(b"]", 0, byte)
                 head = doc[: close + 1]
+                if self.fast.add(self.totals, head):
+                    self.pos = start + close
+                    return _CLOSED
                 try:
                     events = self._decode(head, start)
                 except RecursionError:

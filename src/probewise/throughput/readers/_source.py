@@ -179,10 +179,11 @@ class _Piece:
 def _fast_inflate() -> tuple[Callable[[], _Decompressor], tuple[type[BaseException], ...]]:
     """The fastest installed zlib-compatible inflater, and the errors it raises.
 
-    python-isal (``isal.isal_zlib``) inflates about 2x faster than zlib; zlib-ng's
-    ``zlib_ng`` also beats it. Neither is a dependency: the inflate runs on its own
-    thread, so with a second core it is hidden behind the parse (measured in
-    docs/measurements.md), and either one is used when it is installed.
+    python-isal (``isal.isal_zlib``, the ``gzip`` extra) inflates about 2.4x faster
+    than zlib; zlib-ng's ``zlib_ng`` also beats it. Neither is a dependency: the
+    inflate runs on its own thread, so with a second core it is hidden behind the
+    parse, and only a machine with no free core sees its CPU (docs/measurements.md);
+    either one is used when it is installed.
     """
     for name in ("isal.isal_zlib", "zlib_ng.zlib_ng"):
         try:

@@ -4,9 +4,13 @@
 builds the :class:`~probewise.throughput.kernels.KernelTable` at the end. Which
 category counts as what is specified in docs/reference/chrome-trace.md ("Categories").
 
-Per run of events, the work outside the decode is a few C-level passes (``Counter``
-over ``(ph, cat)``, ``itertools.compress`` to pick the device-lane events and
-launches, one joined decode of their ``args``); only device events and launches reach
+A run of events is first offered to :class:`FastPath`, which decodes it once as a
+tagged union on ``cat`` (host events keep only ``ph``; launches keep ``ts`` and their
+correlation) and hands it to :meth:`Totals.tally`; where its decode raises, the exact
+path decodes every event into an :class:`Event` for :meth:`Totals.add`. Both give the
+same totals in the same order (tests/throughput/test_chrome_fastpath.py). Per run, the
+work outside the decode is a few C-level passes (a ``Counter``, ``itertools.compress``
+to pick the device-lane events and launches); only device events and launches reach
 Python code, and the event structs are not tracked by the cyclic garbage collector.
 """
 
@@ -18,8 +22,9 @@ import re
 import zlib
 from array import array
 from collections import Counter
+from collections.abc import Iterator
 from itertools import compress, repeat
-from typing import Annotated, Final, cast, final
+from typing import Annotated, ClassVar, Final, Literal, Union, cast, final
 
 import attrs
 import msgspec
@@ -35,7 +40,7 @@ from probewise.throughput.kernels import (
     TraceSource,
 )
 
-__all__ = ["DECODE_ANY", "Event", "Totals"]
+__all__ = ["DECODE_ANY", "Event", "FastPath", "Totals"]
 
 
 class Event(msgspec.Struct, gc=False):
@@ -154,6 +159,7 @@ class Totals:
         # count events that are exact duplicates: 8 bytes per device event.
         self.device_keys = array("q")
         self.events = 0
+        self._name_crc = _CrcCache()
 
     def add(self, events: list[Event], doc: bytes) -> None:
         self.events += len(events)
@@ -187,8 +193,10 @@ class Totals:
         if not runtime_cats:
             return
         launches = _select(picked, runtime_cats) if lane_cats else picked
-        corrs = _correlations(launches)
-        times = list(map(_TS, launches))
+        self._launches(_correlations(launches), list(map(_TS, launches)))
+
+    def _launches(self, corrs: list[int | None], times: list[int | float | None]) -> None:
+        """Keep each launch's correlation id and start (those without one are dropped)."""
         if None not in corrs and None not in times:
             self.launch_corr.extend(cast("list[int]", corrs))
             self.launch_ts.extend(cast("list[float]", times))
@@ -197,6 +205,51 @@ class Totals:
             if corr is not None and ts is not None:
                 self.launch_corr.append(corr)
                 self.launch_ts.append(ts)
+
+    def tally(
+        self, events: list[_Tagged], codes: dict[type[_Tagged], int], steps: set[bytes]
+    ) -> None:
+        """:meth:`add` for the events of the fast path (:class:`FastPath`), in the same order.
+
+        ``codes`` maps each event class to its category code; ``steps`` holds the step
+        names the run's bytes contain (the host ops are then :class:`_Named`).
+        """
+        self.events += len(events)
+        classes = cast("Iterator[type[_Tagged]]", map(type, events))
+        by_class = Counter(classes)  # first-seen order, as the exact path's cats
+        cats: Counter[str | None] = Counter()
+        for cls, n in by_class.items():
+            cats[cls.cat] += n
+        self.cat_counts.update(cats)
+        phases = list(map(_PH, events))
+        if phases.count("X") != len(phases):
+            not_spans = compress(events, map(operator.ne, phases, repeat("X")))
+            for cls, n in Counter(cast("Iterator[type[_Tagged]]", map(type, not_spans))).items():
+                self.not_span_counts[cls.cat] += n
+        named = {cls for cls in by_class if issubclass(cls, _Named)}
+        if steps and named:
+            ops = list(compress(events, map(named.__contains__, map(type, events))))
+            names = list(map(_NAME, ops))
+            lengths = {len(target) for target in steps}
+            for at in compress(range(len(names)), map(lengths.__contains__, map(len, names))):
+                if bytes(names[at]) in steps:
+                    self._step(cast("Event", ops[at]))
+        lane = {cls for cls in by_class if codes[cls] <= _K_SYNC}
+        runtime = {cls for cls in by_class if codes[cls] == _K_RUNTIME}
+        if runtime and not (self.steps or self.always_launches):
+            self.skipped_launches += sum(by_class[cls] for cls in runtime)
+            runtime = set[type[_Tagged]]()
+        if lane:
+            picked = events if len(lane) == len(by_class) else _pick(events, lane)
+            self._lane(cast("list[Event]", picked))
+        if runtime:
+            launches = cast(
+                "list[_Launch]",
+                events if len(runtime) == len(by_class) else _pick(events, runtime),
+            )
+            self._launches(
+                list(map(_CORRELATION_OF, map(_ARGS, launches))), list(map(_TS, launches))
+            )
 
     def merge(self, other: Totals) -> None:
         """Add what a worker read from another part of the same file."""
@@ -263,7 +316,7 @@ class Totals:
                     hash,
                     zip(
                         repeat(code),
-                        map(zlib.crc32, names),
+                        map(self._name_crc.__getitem__, names),
                         map(zlib.crc32, map(_ARGS, spans)),
                         map(_TS, spans),
                         ns_list,
@@ -380,20 +433,23 @@ class Totals:
         index = np.searchsorted(starts, launched, side="right") - 1
         inside = found & (index >= 0)
         inside[inside] = launched[inside] <= ends[index[inside]]
-        out: list[StepBreakdown] = []
-        for i, (_, dur, number) in enumerate(spans):
-            mine = inside & (index == i)
-            totals = [int(ns[mine & (code == c)].sum()) for c in (_K_KERNEL, _K_MEMCPY, _K_MEMSET)]
-            out.append(
-                StepBreakdown(
-                    step=number,
-                    span_us=dur,
-                    kernel_us=totals[0] / 1000,
-                    memcpy_us=totals[1] / 1000,
-                    memset_us=totals[2] / 1000,
-                    device_events=int(mine.sum()),
-                )
+        # One pass over the device events, not one per step: integer ns summed per
+        # (step, code) in int64 (codes are _K_KERNEL, _K_MEMCPY, _K_MEMSET: 0, 1, 2).
+        mine = index[inside]
+        totals = np.zeros(len(spans) * 3, dtype=np.int64)
+        np.add.at(totals, mine * 3 + code[inside], ns[inside])
+        counts = np.bincount(mine, minlength=len(spans))
+        out = [
+            StepBreakdown(
+                step=number,
+                span_us=dur,
+                kernel_us=int(totals[3 * i + _K_KERNEL]) / 1000,
+                memcpy_us=int(totals[3 * i + _K_MEMCPY]) / 1000,
+                memset_us=int(totals[3 * i + _K_MEMSET]) / 1000,
+                device_events=int(counts[i]),
             )
+            for i, (_, dur, number) in enumerate(spans)
+        ]
         return _merge_steps(out)
 
 
@@ -496,3 +552,158 @@ def _decode_name(raw: bytes, path: str | None = None, *, lossy: bool = False) ->
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value)
+
+
+@final
+class _CrcCache(dict[bytes, int]):
+    """``zlib.crc32`` of each distinct kernel name, computed once per file."""
+
+    def __missing__(self, key: bytes) -> int:
+        value = self[key] = zlib.crc32(key)
+        return value
+
+
+# ------------------------------------------------------------------------ fast path
+#
+# The exact path (Totals.add) decodes every event of a run into an Event and then
+# counts (ph, cat) and picks the device events and launches out of them. Most events
+# (host ops, flows) are only counted, so building their name, ts, dur and args is
+# wasted. FastPath decodes a run once as a msgspec tagged union on ``cat``, with one
+# struct class per category seen so far in the file: host categories keep only ``ph``
+# (msgspec skips, and still validates, the rest); device-lane categories keep the
+# Event fields; runtime categories keep ``ts`` and a typed ``args`` (the correlation,
+# so their args need no second decode). ``ph`` is a literal of the phases the trace
+# format defines, so it allocates nothing, and counting is a Counter over classes. In
+# a run whose bytes hold a "ProfilerStep#N" string, host ops also keep name, ts and
+# dur (a second union over the same categories): a step span is a host op.
+#
+# It never decides what it is not sure of: wherever its decode raises (invalid JSON, a
+# field of an unexpected type, a ``ph`` outside the format, an event without ``cat`` or
+# with a non-string one, a run that closes the array, nesting too deep) the parser runs
+# the exact path on the same bytes, so damage, salvage and every total are the exact
+# path's. A category not seen before gets its classes and the run is decoded again (a
+# trace has a few tens of categories).
+
+_Phase = Literal[
+    "B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D",
+    "M", "V", "v", "R", "c", "S", "T", "p", "F",
+]  # fmt: skip
+"""Every ``ph`` the Chrome trace event format defines (and its deprecated aliases)."""
+
+
+class _Tagged(msgspec.Struct, gc=False, tag_field="cat"):
+    """An event of a category that is only counted (``cat``: a class attribute)."""
+
+    cat: ClassVar[str]
+    ph: _Phase | None = None
+
+
+class _Device(_Tagged):
+    """A device-lane event: the fields :meth:`Totals._lane` reads."""
+
+    name: msgspec.Raw = msgspec.Raw(b"null")
+    ts: int | float | None = None
+    dur: int | float | str | None = None
+    args: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+class _Named(_Tagged):
+    """A host op in a run that holds a step name: the fields :meth:`Totals._step` reads."""
+
+    name: msgspec.Raw = msgspec.Raw(b"null")
+    ts: int | float | None = None
+    dur: int | float | str | None = None
+
+
+class _Launch(_Tagged):
+    """A runtime call: its start and correlation id (``None`` where it has none)."""
+
+    ts: int | float | None = None
+    args: _Args64 = msgspec.field(default_factory=_Args64)
+
+
+_UNKNOWN_CAT: Final = re.compile(r"Invalid value '(.*)' - at `\$\[\d+\]\.cat`", re.DOTALL)
+_NO_CATEGORY: Final = "\x00probewise: no category yet"  # a tag no trace uses
+
+
+@final
+class FastPath:
+    """Decodes runs of events for :meth:`Totals.tally`; one per file (it learns its categories)."""
+
+    def __init__(self) -> None:
+        # [plain, with step names]: category -> class
+        self._classes: tuple[dict[str, type[_Tagged]], dict[str, type[_Tagged]]] = ({}, {})
+        self._codes: dict[type[_Tagged], int] = {}
+        self._decoders: list[msgspec.json.Decoder[list[_Tagged]] | None] = [None, None]
+
+    def add(self, totals: Totals, doc: bytes) -> bool:
+        """Add the events of ``doc`` (a JSON array) to ``totals``; False: nothing was added,
+        the exact path decides."""
+        steps = _step_names(doc)
+        events = self._decode(doc, steps=bool(steps))
+        if events is None:
+            return False
+        if events:
+            totals.tally(events, self._codes, steps)
+        return True
+
+    def _decode(self, doc: bytes, *, steps: bool) -> list[_Tagged] | None:
+        for _ in range(64):  # a new category per try
+            decoder = self._decoders[steps] or self._rebuild(steps=steps)
+            try:
+                return decoder.decode(doc)
+            except msgspec.ValidationError as error:
+                unknown = _UNKNOWN_CAT.fullmatch(str(error))
+                if unknown is None or not self._learn(unknown.group(1)):
+                    return None
+            except (msgspec.DecodeError, RecursionError):
+                return None
+        return None  # pragma: no cover - over 64 new categories in one run
+
+    def _learn(self, cat: str) -> bool:
+        """Make the classes of a new category (False: known, so it failed for another reason)."""
+        if cat in self._classes[0]:
+            return False
+        code = _category(cat)
+        for steps, classes in enumerate(self._classes):
+            base = (
+                _Device
+                if code <= _K_SYNC
+                else _Launch
+                if code == _K_RUNTIME
+                else _Named
+                if steps and code in (_K_CPU, _K_OTHER)
+                else _Tagged
+            )
+            cls = cast(
+                "type[_Tagged]",
+                msgspec.defstruct(
+                    f"_Category{len(self._codes)}",
+                    [],
+                    bases=(base,),
+                    tag=cat,
+                    gc=False,
+                    namespace={"cat": cat},
+                ),
+            )
+            classes[cat] = cls
+            self._codes[cls] = code
+        self._decoders = [None, None]
+        return True
+
+    def _rebuild(self, *, steps: bool) -> msgspec.json.Decoder[list[_Tagged]]:
+        if not self._classes[0]:
+            self._learn(_NO_CATEGORY)  # a union needs a class before any is seen
+        classes = tuple(self._classes[steps].values())
+        union = classes[0] if len(classes) == 1 else Union[classes]  # noqa: UP007
+        decoder = cast(
+            "msgspec.json.Decoder[list[_Tagged]]",
+            msgspec.json.Decoder(list[union]),  # type: ignore[valid-type]
+        )
+        self._decoders[steps] = decoder
+        return decoder
+
+
+def _pick(events: list[_Tagged], classes: set[type[_Tagged]]) -> list[_Tagged]:
+    """The events of these classes, in order (one C-level pass)."""
+    return list(compress(events, map(classes.__contains__, map(type, events))))
