@@ -163,23 +163,23 @@ _KERNEL_FORMAT = KernelTable.empty().to_dict()["format"]
 assert isinstance(_KERNEL_FORMAT, str)
 
 _STAGED: dict[type, _json.Shape] = {
-    Proportion: Shape(nan_as_none=frozenset({"estimate"})),
-    CorrectedRate: Shape(after={"n": "method"}, nan_as_none=frozenset({"estimate"})),
+    Proportion: Shape(nan_as_none={"estimate"}),
+    CorrectedRate: Shape(after={"n": "method"}, nan_as_none={"estimate"}),
     CorrectedComparison: Shape(
-        after={"rates_differ": "p_value"}, nan_as_none=frozenset({"difference", "p_value"})
+        after={"rates_differ": "p_value"}, nan_as_none={"difference", "p_value"}
     ),
     Calibration: Shape(codecs={"matrix": _json.Codec(dump=_dump_matrix, load=_load_matrix)}),
     ControlVerdict: Shape(
         after={"rates_differ": "p_value"},
-        nan_as_none=frozenset({"p_value", "failed_share_a", "failed_share_b"}),
-        omit_if_none=frozenset({"corrected"}),
+        nan_as_none={"p_value", "failed_share_a", "failed_share_b"},
+        omit_if_none={"corrected"},
     ),
     JudgeAgreement: Shape(
         after={"judged": "unjudged", "agree": "judged", "disagree": "agree"},
         codecs={"cells": _json.Codec(dump=_dump_cells, load=_load_cells)},
     ),
     KernelChange: Shape(
-        after={"delta_us": "after_us", "ratio": "delta_us"}, finite_or_none=frozenset({"ratio"})
+        after={"delta_us": "after_us", "ratio": "delta_us"}, finite_or_none={"ratio"}
     ),
     KernelDiff: Shape(after={"delta_kernel_us": "after_kernel_us", "changes": "delta_kernel_us"}),
     KernelTable: Shape(
@@ -200,7 +200,7 @@ _STAGED: dict[type, _json.Shape] = {
             "gain_vs_random": "short_batches",
             "real_tokens_per_step": "gain_vs_random",
         },
-        nan_as_none=frozenset({"consecutive_length_corr"}),
+        nan_as_none={"consecutive_length_corr"},
     ),
     PaddingReport: Shape(
         after={
@@ -231,11 +231,9 @@ _STAGED: dict[type, _json.Shape] = {
             "mad": "max",
         }
     ),
-    ScalingMeasurement: Shape(omit=frozenset({"points"})),
+    ScalingMeasurement: Shape(omit={"points"}),
     PaddingPenalty: Shape(after={"ratio": None, "ratio_low": "ratio", "ratio_high": "ratio_low"}),
-    ScalingFit: Shape(
-        after={"exactly_determined": "dof"}, nan_as_none=frozenset({"stderr", "loo_max_error"})
-    ),
+    ScalingFit: Shape(after={"exactly_determined": "dof"}, nan_as_none={"stderr", "loo_max_error"}),
 }
 for _cls, _shape in _STAGED.items():
     _json.register(_cls, _shape)
@@ -824,7 +822,7 @@ def test_structure_names_what_is_wrong(document: object, message: str) -> None:
 
 def test_shapes_are_checked() -> None:
     with pytest.raises(TypeError, match="another JSON shape"):
-        _json.register(Proportion, Shape(omit=frozenset({"low"})))
+        _json.register(Proportion, Shape(omit={"low"}))
     _json.register(Proportion, _STAGED[Proportion])  # the same again is fine
     with pytest.raises(TypeError, match="not an attrs class"):
         _json.register(int, Shape())

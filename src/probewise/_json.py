@@ -42,7 +42,7 @@ import enum
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final, TypeAlias, TypeVar, cast, final
 
 import attrs
@@ -81,6 +81,10 @@ class Codec:
     load: Callable[[JsonValue], object]
 
 
+def _names(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
 def _keys(value: Mapping[str, str | None]) -> Mapping[str, str | None]:
     return types.MappingProxyType(dict(value))
 
@@ -105,13 +109,13 @@ class Shape:
     """Keys placed right after another (``None``: first); non-fields are derived."""
     constant: Mapping[str, JsonValue] = attrs.field(default=_NO_CONSTANTS)
     """Keys with a fixed value (a format tag); place them with ``after``."""
-    omit: frozenset[str] = frozenset()
+    omit: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
     """Fields never written (``structure`` then needs their default)."""
-    omit_if_none: frozenset[str] = frozenset()
+    omit_if_none: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
     """Fields not written when None."""
-    nan_as_none: frozenset[str] = frozenset()
+    nan_as_none: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
     """Keys whose NaN floats (at any depth) are written as null (read back as NaN)."""
-    finite_or_none: frozenset[str] = frozenset()
+    finite_or_none: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
     """Keys whose non-finite floats (NaN, infinities) are written as null."""
     codecs: Mapping[str, Codec] = attrs.field(default=_NO_CODECS)
     """Fields with a JSON form of their own."""
@@ -161,7 +165,7 @@ def unstructure(value: object) -> JsonValue:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if attrs.has(type(value)):
-        return to_dict(cast("attrs.AttrsInstance", value))
+        return _object(cast("attrs.AttrsInstance", value))
     fields = _named_fields(type(value))
     if fields is not None:
         return {key: unstructure(cast("object", getattr(value, key))) for key in fields}
@@ -189,8 +193,13 @@ def _key(key: object) -> str:
     return key
 
 
-def to_dict(value: attrs.AttrsInstance) -> dict[str, JsonValue]:
-    """A value object as a JSON object, in its :class:`Shape`."""
+def to_dict(value: attrs.AttrsInstance) -> dict[str, object]:
+    """A value object as a JSON object, in its :class:`Shape` (the body of its ``to_dict``)."""
+    out: dict[str, object] = {**_object(value)}
+    return out
+
+
+def _object(value: attrs.AttrsInstance) -> dict[str, JsonValue]:
     cls = type(value)
     shape = _SHAPES.get(cls, _PLAIN)
     out: dict[str, JsonValue] = {}
