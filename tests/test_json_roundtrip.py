@@ -785,6 +785,33 @@ def test_structure_refuses_bad_matrices_as_from_dict_does(document: dict[str, ob
 
 
 @pytest.mark.parametrize(
+    ("read", "document", "message"),
+    [
+        (
+            ArmTally.from_dict,
+            {"complied": 1, "bogus": 2},
+            "unknown ArmTally fields ['bogus']; expected "
+            "['complied', 'deflected', 'refused', 'empty', 'error', 'truncated']",
+        ),
+        (ArmTally.from_dict, {"refused": "3"}, "ArmTally.refused must be an int, got str"),
+        (ArmTally.from_dict, {"empty": -1}, "ArmTally.empty must be >= 0, got -1"),
+        (
+            Calibration.from_dict,
+            {"matrix": {}, "bogus": 1},
+            "unknown Calibration fields ['bogus']; expected matrix, empty, error",
+        ),
+        (Calibration.from_dict, {"empty": -1}, "Calibration.empty must be an int >= 0, got -1"),
+        (Calibration.from_dict, {"error": "1"}, "Calibration.error must be an int >= 0, got str"),
+    ],
+)
+def test_from_dict_messages_stay(
+    read: Callable[[Mapping[str, object]], object], document: dict[str, object], message: str
+) -> None:
+    """The messages from_dict gave before it was one call into _json."""
+    assert _error(lambda: read(document)) == (InvalidInputError, message)
+
+
+@pytest.mark.parametrize(
     ("document", "message"),
     [
         ([], "KernelTable must be an object, got list"),
@@ -820,12 +847,33 @@ def test_structure_names_what_is_wrong(document: object, message: str) -> None:
     assert text.startswith(message)
 
 
+@attrs.frozen(kw_only=True)
+class _Point:
+    x: int
+    y: float = math.nan
+    tag: str | None = None
+
+    @property
+    def norm(self) -> float:
+        return abs(self.x)
+
+
 def test_shapes_are_checked() -> None:
+    shape = Shape(after={"norm": None, "y": "x"}, omit_if_none={"tag"}, nan_as_none={"y"})
+    _json.register(_Point, shape)
+    _json.register(
+        _Point, Shape(after={"norm": None, "y": "x"}, omit_if_none={"tag"}, nan_as_none={"y"})
+    )
     with pytest.raises(TypeError, match="another JSON shape"):
-        _json.register(Proportion, Shape(omit={"low"}))
-    _json.register(Proportion, _STAGED[Proportion])  # the same again is fine
+        _json.register(_Point, Shape())
+    assert _json.to_dict(_Point(x=-2)) == {"norm": 2, "x": -2, "y": None}
+    assert _json.to_dict(_Point(x=1, y=0.5, tag="t")) == {"norm": 1, "x": 1, "y": 0.5, "tag": "t"}
+    assert repr(_json.structure({"x": 3, "y": None}, _Point)) == repr(_Point(x=3))
+    assert _json.structure({"norm": 99, "x": 3, "y": 1}, _Point) == _Point(x=3, y=1.0)
     with pytest.raises(TypeError, match="not an attrs class"):
         _json.register(int, Shape())
+    with pytest.raises(TypeError, match="not an attrs class"):
+        _json.structure({}, int)
     with pytest.raises(TypeError, match="no JSON form"):
         _json.unstructure(object())
     with pytest.raises(TypeError, match="str enum"):
