@@ -123,6 +123,9 @@ class Shape:
 
 _PLAIN: Final = Shape()
 _SHAPES: dict[type, Shape] = {}
+_PLANS: dict[type, tuple[Shape, tuple[str, ...]]] = {}
+"""Each class's shape and JSON keys, worked out on first use."""
+_HINTS: dict[type, dict[str, object]] = {}
 
 
 def register(cls: type, shape: Shape) -> None:
@@ -133,6 +136,7 @@ def register(cls: type, shape: Shape) -> None:
     if known is not None and known != shape:
         raise TypeError(f"{cls.__name__} already has another JSON shape")
     _SHAPES[cls] = shape
+    _PLANS.pop(cls, None)
 
 
 def shaped(shape: Shape) -> Callable[[_C], _C]:
@@ -145,21 +149,37 @@ def shaped(shape: Shape) -> Callable[[_C], _C]:
     return apply
 
 
-def _layout(cls: type, shape: Shape) -> list[str]:
-    """The class's JSON keys, in order."""
-    keys = [f.name for f in attrs.fields(cls) if f.name not in shape.omit]
-    for key, anchor in shape.after.items():
-        if key in keys:
-            keys.remove(key)
-        keys.insert(0 if anchor is None else keys.index(anchor) + 1, key)
-    return keys
+def _plan(cls: type) -> tuple[Shape, tuple[str, ...]]:
+    """The class's shape and its JSON keys, in order."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        shape = _SHAPES.get(cls, _PLAIN)
+        keys = [f.name for f in attrs.fields(cls) if f.name not in shape.omit]
+        for key, anchor in shape.after.items():
+            if key in keys:
+                keys.remove(key)
+            keys.insert(0 if anchor is None else keys.index(anchor) + 1, key)
+        plan = _PLANS[cls] = (shape, tuple(keys))
+    return plan
+
+
+def _hints(cls: type) -> dict[str, object]:
+    """The class's resolved annotations (cached)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
 
 
 # --------------------------------------------------------------------------- writing
 
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
 
 def unstructure(value: object) -> JsonValue:
     """``value`` as plain JSON values (see the module docstring for the rules)."""
+    if type(value) in _SCALARS:  # the common case first (an enum's type is never one)
+        return cast("JsonValue", value)
     if isinstance(value, enum.Enum):
         return unstructure(cast("object", value.value))
     if value is None or isinstance(value, bool | int | float | str):
@@ -201,9 +221,11 @@ def to_dict(value: attrs.AttrsInstance) -> dict[str, object]:
 
 def _object(value: attrs.AttrsInstance) -> dict[str, JsonValue]:
     cls = type(value)
-    shape = _SHAPES.get(cls, _PLAIN)
+    shape, keys = _plan(cls)
+    if shape is _PLAIN:
+        return {key: unstructure(cast("object", getattr(value, key))) for key in keys}
     out: dict[str, JsonValue] = {}
-    for key in _layout(cls, shape):
+    for key in keys:
         if key in shape.constant:
             out[key] = shape.constant[key]
             continue
@@ -241,15 +263,14 @@ def structure(data: object, cls: type[_T]) -> _T:
         raise TypeError(f"{cls.__name__} is not an attrs class")
     name = cls.__name__
     document = _mapping(data, name)
-    shape = _SHAPES.get(cls, _PLAIN)
-    expected = _layout(cls, shape)
+    shape, expected = _plan(cls)
     unknown = sorted(set(document) - set(expected))
     if unknown:
-        raise InvalidInputError(f"unknown {name} fields {unknown}; expected {expected}")
+        raise InvalidInputError(f"unknown {name} fields {unknown}; expected {list(expected)}")
     for key, tag in shape.constant.items():
         if document.get(key) != tag:
             raise InvalidInputError(f"{name}.{key} must be {tag!r}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     kwargs: dict[str, object] = {}
     for field in attrs.fields(cls):
         if not field.init:
@@ -357,7 +378,7 @@ def _load_class(value: object, hint: type[object], where: str, *, nan: bool) -> 
     fields = _named_fields(hint)
     if fields is not None:
         document = _mapping(value, where)
-        hints = typing.get_type_hints(hint)
+        hints = _hints(hint)
         make: Callable[..., object] = hint
         unknown = sorted(set(document) - set(fields))
         if unknown:
