@@ -89,11 +89,11 @@ def _work(kind: str, path: str) -> dict[str, Any]:
         import functools
         import zlib
 
-        from probewise.throughput.readers import chrome_trace as traces
+        from probewise.throughput.readers import _source as source
         from probewise.throughput.readers.chrome_trace import read_chrome_trace
 
         if kind == "probewise-gz-zlib":
-            traces._fast_inflate = lambda: (  # pyright: ignore[reportPrivateUsage]
+            source._fast_inflate = lambda: (  # pyright: ignore[reportPrivateUsage]
                 functools.partial(zlib.decompressobj, wbits=31),
                 (zlib.error,),
             )

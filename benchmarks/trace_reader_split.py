@@ -4,9 +4,9 @@ Usage::
 
     python benchmarks/trace_reader_split.py /tmp/perf-trace-big/rank0.json
 
-Wraps a few internal methods of :mod:`probewise.throughput.readers.chrome_trace` with
-``time.process_time`` counters, reads the file once with ``workers=1`` and prints the
-seconds spent inside each (nested: ``_try`` holds ``_decode`` and ``add``; ``add``
+Wraps a few internal methods of the trace reader's stages (``probewise.throughput.readers``
+``_source``, ``_events`` and ``_totals``) with ``time.process_time`` counters, reads the
+file once with ``workers=1`` and prints the seconds spent inside each (nested: ``_try`` holds ``_decode`` and ``add``; ``add``
 holds ``_lane``, ``_select``, ``_correlations`` and ``_step_names``; ``more`` is the
 reading and copying into the sliding buffer). The wrappers add a little time of
 their own, so the parts are upper bounds.
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from probewise.throughput.readers import chrome_trace as traces
+from probewise.throughput.readers import _events, _source, _totals, chrome_trace
 
 spent: dict[str, float] = {}
 
@@ -39,20 +39,20 @@ def _wrap(owner: Any, name: str) -> None:
 
 def main() -> None:
     for owner, name in [
-        (traces._Source, "more"),
-        (traces._Parser, "_try"),
-        (traces._Parser, "_decode"),
-        (traces._Parser, "_cuts"),
-        (traces._Totals, "add"),
-        (traces._Totals, "_lane"),
-        (traces._Totals, "table"),
-        (traces, "_select"),
-        (traces, "_correlations"),
-        (traces, "_step_names"),
+        (_source.Source, "more"),
+        (_events.Parser, "_try"),
+        (_events.Parser, "_decode"),
+        (_events.Parser, "_cuts"),
+        (_totals.Totals, "add"),
+        (_totals.Totals, "_lane"),
+        (_totals.Totals, "table"),
+        (_totals, "_select"),
+        (_totals, "_correlations"),
+        (_totals, "_step_names"),
     ]:
         _wrap(owner, name)
     started = time.process_time()
-    traces.read_chrome_trace(sys.argv[1], workers=1)
+    chrome_trace.read_chrome_trace(sys.argv[1], workers=1)
     print(f"total {time.process_time() - started:.2f} s CPU")
     for name, seconds in spent.items():
         print(f"  {name:<14}{seconds:6.2f}")

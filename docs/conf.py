@@ -20,5 +20,5 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": True}
 suppress_warnings = ["myst.xref_missing"]

@@ -84,6 +84,64 @@ def test_fit_losses_are_the_fit_loss_values() -> None:
     assert tuple(loss.value for loss in FitLoss) == FIT_LOSSES
 
 
+# --- No command imports another -----------------------------------------------------
+
+CLI = Path(probewise.__file__).parent / "cli"
+COMMAND_MODULES = frozenset(
+    f"probewise.cli.{path.stem}" for path in CLI.glob("*.py") if not path.stem.startswith("_")
+)
+"""The command modules: cli/'s modules less the private shared ones (``_args``,
+``_tables``, ``_plot``) and ``__init__``/``__main__``."""
+
+
+def _imported_commands(source: str, module: str) -> set[str]:
+    """The command modules that ``module`` (of probewise.cli) imports, anywhere in it
+    (inside functions and under TYPE_CHECKING too), other than itself."""
+    package = "probewise.cli"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package if node.level else ""
+            if node.level > 1:
+                base = ".".join(package.split(".")[: 1 - node.level])
+            target = ".".join(part for part in (base, node.module or "") if part)
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return (found & COMMAND_MODULES) - {module}
+
+
+def test_the_command_modules_are_the_commands() -> None:
+    assert {spec.module for spec in COMMANDS} == COMMAND_MODULES
+
+
+def test_no_command_module_imports_another() -> None:
+    wrong = {
+        f"probewise.cli.{path.stem}": imported
+        for path in CLI.glob("*.py")
+        if (imported := _imported_commands(path.read_text(), f"probewise.cli.{path.stem}"))
+    }
+    assert wrong == {}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from probewise.cli.masks import x",
+        "from probewise.cli import masks",
+        "import probewise.cli.masks",
+        "from . import masks",
+        "from .masks import x",
+        "def f():\n    from probewise.cli.masks import x",
+    ],
+)
+def test_a_command_importing_another_is_found(line: str) -> None:
+    assert _imported_commands(line, "probewise.cli.preflight") == {"probewise.cli.masks"}
+    assert _imported_commands(line, "probewise.cli.masks") == set()
+    assert _imported_commands("from probewise.cli._tables import x", "probewise.cli.arms") == set()
+
+
 # --- The lazy package ----------------------------------------------------------------
 
 

@@ -10,7 +10,8 @@ docs/contributing.md, where a new probe is placed.
   package faces (``__init__`` modules that only re-export) are left out, since a face
   imports the modules beneath it by design and nothing beneath imports its face.
 - ``responses`` and ``throughput`` never import each other, nor ``cli``; a model never
-  imports its readers (``throughput.kernels`` imports nothing from ``readers``).
+  imports its readers (``throughput.kernels`` imports nothing from ``readers``), except
+  in its three reading doors (see ``READING_DOORS``).
 - No ``_`` name crosses a subpackage: a private module or name is used only inside the
   subpackage that holds it. The shared base at the top (``probewise._validation``,
   ``probewise._json``, ``probewise._extras``) is the one exception, by design.
@@ -38,27 +39,18 @@ STILL_LONG_MODULES = {
     "probewise.throughput.attention._recorder",
     "probewise.throughput.attention.sdpa",
     "probewise.throughput.kernels",
-    "probewise.throughput.readers.chrome_trace",
-    "probewise.throughput.readers.profiler_table",
 }
 STILL_LONG_FUNCTIONS = {
-    "probewise.cli.preflight _mask_checks",
     "probewise.throughput.attention._band _read",
     "probewise.throughput.attention._recorder _build_and_run",
     "probewise.throughput.attention.masks _probe",
     "probewise.throughput.data.buckets sweep_buckets",
-    "probewise.throughput.readers.profiler_table _read_header",
-    "probewise.throughput.readers.profiler_table _read_frame",
 }
 STILL_IN_A_CYCLE = {
     "probewise.responses.default_rules",
     "probewise.responses.rubric",
     "probewise.responses.outcome",
-    "probewise.throughput.readers.profiler_table",
-    "probewise.throughput.readers.chrome_trace",
-    "probewise.throughput.kernels",
 }
-STILL_MODEL_READS = True
 STILL_CROSSING = {
     "probewise.cli.arms uses probewise.responses.generators._shown_url",
     "probewise.cli.fit uses probewise.throughput.data._length_input.read_regular_file",
@@ -67,7 +59,6 @@ STILL_CROSSING = {
     "probewise.cli.lengths uses probewise.throughput.data._length_input.tokenize_lengths",
     "probewise.cli.preflight uses probewise.throughput.data._length_input.read_lengths",
     "probewise.cli.preflight uses probewise.throughput.data._length_input.tokenize_lengths",
-    "probewise.cli.preflight uses probewise.throughput.attention.masks._ranges",
     "probewise.throughput.attention._recorder uses "
     "probewise.throughput.data._length_input.read_regular_file",
     "probewise.throughput.timing.harness uses probewise.throughput.data._ce_tracker.random_logits",
@@ -78,6 +69,15 @@ STILL_CROSSING = {
     "probewise.throughput uses probewise.throughput.data._length_input.read_lengths",
     "probewise.throughput uses probewise.throughput.data._length_input.tokenize_lengths",
 }
+
+
+# The public contract (DESIGN.md) puts the reading doors on the model: KernelTable's
+# from_chrome_trace, from_key_averages and from_profiler_table. Each imports its reader
+# inside the classmethod, when it is called; those imports are the one model -> reader
+# edge allowed, and are left out of the module graph. Readers import the model at module
+# level, never the reverse.
+MODEL = "probewise.throughput.kernels"
+READING_DOORS = ("from_chrome_trace", "from_key_averages", "from_profiler_table")
 
 
 def _modules() -> dict[str, Path]:
@@ -97,11 +97,32 @@ def _is_face(name: str) -> bool:
     return MODULES[name].name == "__init__.py"
 
 
-def _imports(name: str) -> Iterator[tuple[str, str | None, int]]:
-    """(module imported, name imported from it or None, line) for every import in a module."""
+def _door_imports(tree: ast.Module) -> dict[int, str]:
+    """id of each import node inside one of the model's reading doors -> the door's name."""
+    doors: dict[int, str] = {}
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef) and cls.name == "KernelTable":
+            for function in cls.body:
+                if isinstance(function, ast.FunctionDef) and function.name in READING_DOORS:
+                    for node in ast.walk(function):
+                        if isinstance(node, ast.Import | ast.ImportFrom):
+                            doors[id(node)] = function.name
+    return doors
+
+
+def _imports(name: str, *, doors: bool = False) -> Iterator[tuple[str, str | None, int]]:
+    """(module imported, name imported from it or None, line) for every import in a module.
+
+    The imports inside the model's reading doors are left out (see ``READING_DOORS``);
+    with ``doors`` only those are given.
+    """
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    in_doors = _door_imports(tree) if name == MODEL else {}
+    for node in ast.walk(tree):
+        if (id(node) in in_doors) != doors:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, None, node.lineno
@@ -248,13 +269,29 @@ def test_dependencies_point_one_way(importer: str, forbidden: str) -> None:
 
 
 def test_the_kernel_model_imports_no_reader() -> None:
+    """The model imports no reader, but in its three reading doors.
+
+    The contract (DESIGN.md) puts the doors on the model (``KernelTable.from_chrome_trace``,
+    ``.from_key_averages``, ``.from_profiler_table``), so each imports its reader inside
+    the classmethod, when called; readers import the model at module level, never the
+    reverse. Everything else in the model, ``TYPE_CHECKING`` imports included, imports
+    no reader.
+    """
     wrong = sorted(
         f"{module}.{imported}"
-        for module, imported, _line in _imports("probewise.throughput.kernels")
+        for module, imported, _line in _imports(MODEL)
         if "readers" in f"{module}.{imported}"
     )
-    # Until the readers are split out of kernels.py (issue 22), its reading doors do.
-    assert (wrong == []) != STILL_MODEL_READS
+    assert wrong == []
+    door_targets = {
+        target
+        for module, imported, _line in _imports(MODEL, doors=True)
+        if (target := _target(module, imported)) is not None
+    }
+    assert door_targets
+    assert all(target.startswith("probewise.throughput.readers.") for target in door_targets)
+    tree = ast.parse(MODULES[MODEL].read_text())
+    assert sorted(set(_door_imports(tree).values())) == sorted(READING_DOORS)
 
 
 def _private(part: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import final
 
 __all__ = ["LazyFace"]
@@ -23,6 +23,14 @@ class LazyFace:
     def __init__(self, package: str, sources: Mapping[str, tuple[str, ...]]) -> None:
         self._package = package
         self._module_of = {name: module for module, names in sources.items() for name in names}
+
+    @classmethod
+    def of(
+        cls, package: str, sources: Mapping[str, tuple[str, ...]]
+    ) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+        """The face's ``__getattr__`` and ``__dir__``."""
+        face = cls(package, sources)
+        return face.load, face.names
 
     def load(self, name: str) -> object:
         """Import ``name`` from its module, keep it in the face, and return it."""

@@ -36,6 +36,30 @@ TOTALS = [
 ]
 
 
+def _keyword_options(function: object) -> list[tuple[str, object, object]]:
+    import inspect
+
+    assert callable(function)
+    return [
+        (parameter.name, parameter.default, parameter.annotation)
+        for parameter in inspect.signature(function).parameters.values()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+
+
+def test_the_reading_door_and_read_chrome_traces_take_the_same_options() -> None:
+    """One reading door: the model's classmethod and the reader cannot drift apart."""
+    door = _keyword_options(KernelTable.from_chrome_trace)
+    assert [name for name, _, _ in door] == [
+        "salvage",
+        "progress",
+        "workers",
+        "allow_mixed_jobs",
+        "executor",
+    ]
+    assert door == _keyword_options(read_chrome_traces)
+
+
 def close(a: float, b: float) -> bool:
     return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
@@ -469,7 +493,7 @@ def big_trace(path: Path, copies: int, *, poison: bytes = b"") -> Path:
 
 @pytest.fixture
 def parallel_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    import probewise.throughput.readers.chrome_trace as traces_module
+    import probewise.throughput.readers._events as traces_module
 
     monkeypatch.setattr(traces_module, "_PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(traces_module, "_RUN", 1 << 16)
@@ -744,7 +768,7 @@ def test_gzip_reads_as_plain_and_damage_is_the_same_with_any_inflater(
     import functools
     import zlib
 
-    from probewise.throughput.readers import chrome_trace as reader
+    from probewise.throughput.readers import _source as reader
 
     if not fast:  # python-isal or zlib-ng may be installed: check stdlib zlib too
         monkeypatch.setattr(

@@ -312,3 +312,13 @@ def negatives() -> None:
     time_step(lambda: None, repeats="3")  # type: ignore[arg-type]
     measure_scaling(lambda length: None, [1, 2, 3])  # type: ignore[arg-type, return-value]
     run_arm({"p": "x"}, lambda prompt: 42)  # type: ignore[arg-type, return-value]
+
+
+def a_misspelt_name_is_a_type_error() -> None:
+    """The lazy faces declare their names; they do not accept any attribute (typos included)."""
+    import probewise.responses
+    import probewise.throughput
+
+    _ = probewise.KernelTabel  # type: ignore[attr-defined]
+    _ = probewise.responses.Judgee  # type: ignore[attr-defined]
+    _ = probewise.throughput.Bandd  # type: ignore[attr-defined]

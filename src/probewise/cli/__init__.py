@@ -8,6 +8,11 @@ function ``(argparse.Namespace) -> int`` (the exit status). So ``probewise --hel
 ``probewise CMD --help`` import none of them. Conventions: ``--json`` prints one JSON
 document for machines; without it, readable tables for people.
 
+No command module imports another (tests/test_cli_startup.py holds this): what two
+commands share lives in the private modules, the argument groups and reading them
+back in :mod:`probewise.cli._args`, the tables and JSON documents in
+:mod:`probewise.cli._tables`, the plots in :mod:`probewise.cli._plot`.
+
 Exit status (the one contract every subcommand keeps, enforced here in :func:`main`):
 
 * 0: done, every check passed;

@@ -5,6 +5,10 @@ and ``probewise CMD --help`` are answered without importing the modules that run
 commands (numpy, scipy, torch, ...). Each :class:`Command` names the module and the
 function ``(argparse.Namespace) -> int`` that runs it; :mod:`probewise.cli` imports
 that module when the command is run, not before.
+
+It also reads back the argument groups that several commands share (the mask probe's
+scenario options: :func:`scenario_from_args`, :func:`run_probe`), so that no command
+module imports another; those functions import the mask probe when they are called.
 """
 
 from __future__ import annotations
@@ -12,7 +16,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+from probewise.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from probewise.throughput.attention.masks import MaskReport, MaskScenario
 
 __all__ = ["COMMANDS", "Command"]
 
@@ -151,6 +160,71 @@ def add_scenario_arguments(
         "--gradient-checkpointing",
         action="store_true",
         help="the model has gradient checkpointing on (in training it turns the cache off)",
+    )
+
+
+_USE_CACHE: dict[str, bool | None] = {"config": None, "on": True, "off": False}
+"""``--use-cache`` (one of ``_USE_CACHE_CHOICES``) as ``MaskScenario.use_cache``."""
+
+
+def parse_capability(text: str) -> tuple[int, int]:
+    """``"9.0"`` or ``"sm90"`` -> ``(9, 0)``."""
+    cleaned = text.strip().lower().removeprefix("sm").removeprefix("_")
+    major, dot, minor = cleaned.partition(".")
+    if not dot and len(cleaned) >= 2:
+        major, minor = cleaned[:-1], cleaned[-1]
+    if not (major.isdigit() and minor.isdigit()):
+        raise InvalidInputError(f"--capability takes X.Y (e.g. 9.0, 8.6) or smXY, got {text!r}")
+    return int(major), int(minor)
+
+
+def scenario_from_args(args: argparse.Namespace) -> MaskScenario:
+    """The :class:`~probewise.throughput.attention.masks.MaskScenario` that the options of
+    :func:`add_scenario_arguments` describe."""
+    import attrs
+
+    from probewise.throughput.attention.masks import MaskScenario, Packing, Padding
+
+    packing = Packing.NONE
+    if args.packed == "position-ids":
+        packing = Packing.POSITION_IDS
+    elif args.packed == "all-ones-mask":
+        packing = Packing.ALL_ONES_MASK
+    documents: tuple[int, ...] = ()
+    if args.documents is not None:
+        if packing is Packing.NONE:
+            raise InvalidInputError("--documents needs --packed")
+        try:
+            documents = tuple(int(p) for p in str(args.documents).split(",") if p.strip())
+        except ValueError:
+            raise InvalidInputError(
+                f"--documents takes comma-separated lengths, got {args.documents!r}"
+            ) from None
+    padding = Padding(str(args.padding))
+    if padding is not Padding.NONE and packing is not Packing.NONE:
+        raise InvalidInputError("choose --padding or --packed, not both")
+    scenario = MaskScenario(
+        seq_len=int(args.seq),
+        batch=int(args.batch),
+        padding=padding,
+        packing=packing,
+        training=not args.inference,
+        use_cache=_USE_CACHE[str(args.use_cache)],
+        gradient_checkpointing=bool(args.gradient_checkpointing),
+    )
+    return attrs.evolve(scenario, documents=documents) if documents else scenario
+
+
+def run_probe(config: str, args: argparse.Namespace) -> MaskReport:
+    """Run the mask probe on CONFIG as the scenario options say (``masks``, ``preflight``)."""
+    from probewise.throughput.attention.masks import probe_masks
+
+    return probe_masks(
+        config,
+        scenario_from_args(args),
+        dtype=str(args.dtype),
+        capability=parse_capability(str(args.capability)),
+        progress=True,
     )
 
 

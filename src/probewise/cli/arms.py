@@ -15,7 +15,7 @@ from typing import cast, final
 
 import attrs
 
-from probewise.cli.demo import _ROWS, _paired_document
+from probewise.cli._tables import BUCKET_ROWS, paired_document
 from probewise.errors import InvalidInputError, ProbewiseError
 from probewise.responses.arms import OutcomeBucket, PairedResult, run_paired
 from probewise.responses.calibration import Calibration
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     # CalibrationError here (exit 2), after the run: its outcomes are checkpointed.
     corrected = None if calibration is None else calibration.compare(result.tally_a, result.tally_b)
     if args.json:
-        document = _paired_document(result)
+        document = paired_document(result)
         document.update(
             {
                 "prompts": len(prompts),
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
 def _rates(tally: ArmTally) -> dict[str, object]:
     return {
         name: {"over": over, **tally.rate(bucket, over=over).to_dict()}
-        for name, bucket, over in _ROWS
+        for name, bucket, over in BUCKET_ROWS
     }
 
 
@@ -202,7 +202,7 @@ def _print(result: PairedResult, targets: tuple[_Target, _Target]) -> None:
     )
     print(header)
     print("-" * len(header))
-    for name, bucket, over in _ROWS:
+    for name, bucket, over in BUCKET_ROWS:
         test = result.test(OutcomeBucket(name))
         ra, rb = a.rate(bucket, over=over), b.rate(bucket, over=over)
         print(

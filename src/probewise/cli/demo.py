@@ -7,17 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
 
 from probewise._extras import Extra, requires
+from probewise.cli._tables import BUCKET_ROWS, paired_document
 from probewise.responses.arms import PairedResult, TransformersGenerator, run_paired
 from probewise.responses.classifier import Completion, classify
 from probewise.responses.control import compare_arms
-from probewise.responses.outcome import Complied, Deflected, Empty, Error, FinishReason, Refused
+from probewise.responses.outcome import FinishReason
 from probewise.responses.tally import ArmTally
-
-if TYPE_CHECKING:
-    from probewise.responses.tally import Bucket
 
 # Made-up completions for two arms (e.g. a base and a tuned model). Arm B declines
 # more, and part of its declining is by redirecting, with no refusal token.
@@ -58,15 +55,6 @@ def _tally(arm: tuple[tuple[str, FinishReason], ...]) -> ArmTally:
     return ArmTally.of(classify(Completion(text, finish)) for text, finish in arm)
 
 
-_ROWS: tuple[tuple[str, Bucket, Literal["answered", "all"]], ...] = (
-    ("complied", Complied, "answered"),
-    ("deflected", Deflected, "answered"),
-    ("refused", Refused, "answered"),
-    ("empty", Empty, "all"),
-    ("error", Error, "all"),
-)
-
-
 def run(args: argparse.Namespace) -> int:
     a, b = _tally(_ARM_A), _tally(_ARM_B)
     verdict = compare_arms(a, b)
@@ -77,14 +65,14 @@ def run(args: argparse.Namespace) -> int:
             "control": verdict.to_dict(),
         }
         if not args.no_model:
-            document["local_models"] = _paired_document(_local_models())
+            document["local_models"] = paired_document(_local_models())
         print(json.dumps(document, indent=2, sort_keys=True))
         return 0
     print("probewise demo: two arms of made-up completions (texts are never shown)\n")
     header = f"{'bucket':<10} {'over':<9} {'arm A':<32} {'arm B':<32}"
     print(header)
     print("-" * len(header))
-    for name, bucket, over in _ROWS:
+    for name, bucket, over in BUCKET_ROWS:
         ra = a.rate(bucket, over=over)
         rb = b.rate(bucket, over=over)
         print(f"{name:<10} {over:<9} {ra!s:<32} {rb!s:<32}")
@@ -180,18 +168,6 @@ def _local_models() -> PairedResult:
         model.train(False)  # inference mode (eval() is untyped in this torch)
         generators.append(TransformersGenerator(model, tokenizer, max_new_tokens=8, batch_size=4))
     return run_paired(_PROMPTS, generators[0], generators[1], progress=False)
-
-
-def _paired_document(result: PairedResult) -> dict[str, object]:
-    return {
-        "tally_a": result.tally_a.to_dict(),
-        "tally_b": result.tally_b.to_dict(),
-        "control": result.control.to_dict(),
-        "mcnemar": [
-            {"bucket": m.bucket.value, "only_a": m.only_a, "only_b": m.only_b, "p_value": m.p_value}
-            for m in result.mcnemar
-        ],
-    }
 
 
 def _print_paired(result: PairedResult) -> None:

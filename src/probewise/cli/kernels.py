@@ -28,12 +28,14 @@ from probewise.errors import InvalidInputError, TraceFormatError
 from probewise.throughput.kernels import KernelDiff, KernelTable
 from probewise.throughput.readers.chrome_trace import (
     ChromeTraceSet,
-    ProfilerTableReading,
     read_chrome_traces,
-    read_profiler_tables,
     require_regular_file,
 )
-from probewise.throughput.readers.profiler_table import decode_table_bytes
+from probewise.throughput.readers.profiler_table import (
+    ProfilerTableReading,
+    decode_table_bytes,
+    read_profiler_tables,
+)
 
 _PROGRESS_MIN_BYTES = 64 << 20  # show a progress bar only for inputs at least this big
 _NAME_WIDTH = 72

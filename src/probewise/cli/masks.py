@@ -1,232 +1,18 @@
 """``probewise masks CONFIG``: the per-layer SDPA table of the mask probe.
 
 CONFIG is a ``config.json`` (or its folder) or the name of a bundled config
-(``probewise masks --list``). The scenario options are shared with ``preflight``.
+(``probewise masks --list``). The scenario options are shared with ``preflight``
+(:func:`probewise.cli._args.run_probe`), and so is the table (:mod:`probewise.cli._tables`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
 
-import attrs
-
+from probewise.cli._args import run_probe
+from probewise.cli._tables import print_mask_table, report_document
 from probewise.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from probewise.throughput.attention.masks import LayerAttention, MaskReport, MaskScenario
-
-_USE_CACHE: dict[str, bool | None] = {"config": None, "on": True, "off": False}
-
-
-def parse_capability(text: str) -> tuple[int, int]:
-    """``"9.0"`` or ``"sm90"`` -> ``(9, 0)``."""
-    cleaned = text.strip().lower().removeprefix("sm").removeprefix("_")
-    major, dot, minor = cleaned.partition(".")
-    if not dot and len(cleaned) >= 2:
-        major, minor = cleaned[:-1], cleaned[-1]
-    if not (major.isdigit() and minor.isdigit()):
-        raise InvalidInputError(f"--capability takes X.Y (e.g. 9.0, 8.6) or smXY, got {text!r}")
-    return int(major), int(minor)
-
-
-def scenario_from_args(args: argparse.Namespace) -> MaskScenario:
-    """The :class:`~probewise.throughput.attention.masks.MaskScenario` the options describe."""
-    from probewise.throughput.attention.masks import MaskScenario, Packing, Padding
-
-    packing = Packing.NONE
-    if args.packed == "position-ids":
-        packing = Packing.POSITION_IDS
-    elif args.packed == "all-ones-mask":
-        packing = Packing.ALL_ONES_MASK
-    documents: tuple[int, ...] = ()
-    if args.documents is not None:
-        if packing is Packing.NONE:
-            raise InvalidInputError("--documents needs --packed")
-        try:
-            documents = tuple(int(p) for p in str(args.documents).split(",") if p.strip())
-        except ValueError:
-            raise InvalidInputError(
-                f"--documents takes comma-separated lengths, got {args.documents!r}"
-            ) from None
-    padding = Padding(str(args.padding))
-    if padding is not Padding.NONE and packing is not Packing.NONE:
-        raise InvalidInputError("choose --padding or --packed, not both")
-    scenario = MaskScenario(
-        seq_len=int(args.seq),
-        batch=int(args.batch),
-        padding=padding,
-        packing=packing,
-        training=not args.inference,
-        use_cache=_USE_CACHE[str(args.use_cache)],
-        gradient_checkpointing=bool(args.gradient_checkpointing),
-    )
-    return attrs.evolve(scenario, documents=documents) if documents else scenario
-
-
-def run_probe(config: str, args: argparse.Namespace) -> MaskReport:
-    """Run the mask probe as the scenario options say."""
-    from probewise.throughput.attention.masks import probe_masks
-
-    return probe_masks(
-        config,
-        scenario_from_args(args),
-        dtype=str(args.dtype),
-        capability=parse_capability(str(args.capability)),
-        progress=True,
-    )
-
-
-def layer_document(layer: LayerAttention) -> dict[str, object]:
-    """One layer as JSON."""
-    band = layer.band
-    call = layer.call
-    return {
-        "index": layer.index,
-        "layer_type": layer.layer_type,
-        "sliding_window": layer.sliding_window,
-        "mask": layer.mask.value,
-        "mask_bytes": layer.mask_bytes,
-        "is_causal": layer.is_causal,
-        "band": {
-            "kind": band.kind.value,
-            "window": band.window,
-            "segments": [list(row) for row in band.segments],
-            "padding_columns": list(band.padding_columns),
-            "masked_rows": list(band.masked_rows),
-            "allowed_share": band.allowed_share,
-            "description": band.describe(),
-        },
-        "gqa": layer.gqa.value,
-        "query_heads": call.query_heads,
-        "kv_heads": layer.kv_heads,
-        "kv_heads_in_call": call.kv_heads,
-        "head_dim": call.head_dim,
-        "dtype": call.dtype.value,
-        "dropout": call.dropout,
-        "backend": layer.backend.value,
-        "fast_path": layer.fast_path,
-        "mask_redundant": layer.mask_redundant,
-        "cross_document": layer.cross_document,
-        "lost_reasons": list(layer.lost_reasons()),
-        "rulings": {
-            ruling.backend.value: list(ruling.reasons) for ruling in layer.prediction.rulings
-        },
-    }
-
-
-def report_document(report: MaskReport) -> dict[str, object]:
-    """The whole report as JSON."""
-    scenario = report.scenario
-    return {
-        "model_type": report.model_type,
-        "architecture": report.architecture,
-        "transformers_version": report.transformers_version,
-        "scenario": {
-            "seq_len": scenario.seq_len,
-            "batch": scenario.batch,
-            "padding": scenario.padding.value,
-            "lengths": list(scenario.lengths),
-            "packing": scenario.packing.value,
-            "documents": list(scenario.documents),
-            "training": scenario.training,
-            "use_cache": scenario.use_cache,
-            "gradient_checkpointing": scenario.gradient_checkpointing,
-        },
-        "kv_cache": report.kv_cache,
-        "dtype": report.dtype.value,
-        "capability": list(report.capability),
-        "rules_version": report.layers[0].prediction.rules_version if report.layers else None,
-        "mask_bytes": report.mask_bytes,
-        "layers": [layer_document(layer) for layer in report.layers],
-    }
-
-
-def forward_description(report: MaskReport) -> str:
-    """Which forward ran, for people: mode, use_cache, checkpointing and whether a
-    KV cache was built."""
-    scenario = report.scenario
-    use_cache = (
-        "use_cache from the config"
-        if scenario.use_cache is None
-        else f"use_cache={scenario.use_cache}"
-    )
-    parts = [
-        "training" if scenario.training else "inference",
-        use_cache,
-        f"gradient checkpointing {'on' if scenario.gradient_checkpointing else 'off'}",
-        "a KV cache was built" if report.kv_cache else "no KV cache",
-    ]
-    return ", ".join(parts)
-
-
-def _mib(n: int) -> str:
-    return "-" if n == 0 else f"{n / (1 << 20):.1f}"
-
-
-def print_table(report: MaskReport) -> None:
-    """The per-layer table for people; runs of identical layers are printed once."""
-    print(
-        f"{report.architecture} ({report.model_type}), {report.scenario.describe()}, "
-        f"{report.dtype.value}, predicted for sm{report.capability[0]}{report.capability[1]} "
-        f"(transformers {report.transformers_version})"
-    )
-    print(f"forward: {forward_description(report)}")
-    header = (
-        f"{'layers':<9} {'type':<18} {'mask':<8} {'causal':<6} {'band':<44} "
-        f"{'gqa':<9} {'q/kv x dim':<13} {'MiB':>7}  {'backend':<9} fast"
-    )
-    print(header)
-    print("-" * len(header))
-    rows: list[tuple[list[int], LayerAttention]] = []
-    for layer in report.layers:
-        if rows and _same_row(rows[-1][1], layer) and rows[-1][0][-1] == layer.index - 1:
-            rows[-1][0].append(layer.index)
-        else:
-            rows.append(([layer.index], layer))
-    for indices, layer in rows:
-        span = str(indices[0]) if len(indices) == 1 else f"{indices[0]}-{indices[-1]}"
-        heads = f"{layer.call.query_heads}/{layer.kv_heads}x{layer.call.head_dim}"
-        band = layer.band.describe()
-        if len(band) > 44:
-            band = band[:43] + "…"
-        print(
-            f"{span:<9} {layer.layer_type[:18]:<18} {layer.mask.value:<8} "
-            f"{'yes' if layer.is_causal else 'no':<6} {band:<44} {layer.gqa.value:<9} "
-            f"{heads:<13} {_mib(layer.mask_bytes):>7}  {layer.backend.value:<9} "
-            f"{'yes' if layer.fast_path else 'NO'}"
-        )
-    lost = report.lost_fast_path()
-    if lost:
-        print()
-        seen: set[tuple[str, ...]] = set()
-        for layer in lost:
-            reasons = layer.lost_reasons()
-            if reasons in seen:
-                continue
-            seen.add(reasons)
-            print(f"{layer.layer_type} (e.g. layer {layer.index}) lost the fast path:")
-            for reason in reasons:
-                print(f"  - {reason}")
-    crossing = report.cross_document_layers()
-    if crossing:
-        print()
-        print(
-            f"CROSS-DOCUMENT ATTENTION in {len(crossing)} layers: packed documents see each other"
-        )
-        print(f"  fix: {report.packing_fix()}")
-
-
-def _same_row(a: LayerAttention, b: LayerAttention) -> bool:
-    return (
-        a.layer_type == b.layer_type
-        and a.band == b.band
-        and a.call == b.call
-        and a.gqa == b.gqa
-        and a.prediction == b.prediction
-        and a.cross_document == b.cross_document
-    )
 
 
 def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
@@ -254,7 +40,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
         document["failure"] = failure
         print(json.dumps(document, indent=2, allow_nan=False))
     else:
-        print_table(report)
+        print_mask_table(report)
         if failure is not None:
             print()
             print(failure)

@@ -1,5 +1,3 @@
-# pyright: reportPrivateUsage=false
-# (issue 22: still to fold, a private name used outside its module or class)
 """``probewise preflight``: the checks worth running before every training job.
 
 In order: the mask probe (are packed documents kept apart; which layers keep SDPA's
@@ -19,6 +17,7 @@ from __future__ import annotations
 import argparse
 import enum
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
@@ -26,17 +25,13 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from probewise.cli.masks import (
-    forward_description,
-    print_table,
-    report_document,
-    run_probe,
-)
+from probewise.cli._args import run_probe
+from probewise.cli._tables import forward_description, print_mask_table, report_document
 from probewise.errors import InvalidInputError, SweepNoOpError
-from probewise.throughput.attention.masks import BandKind, _ranges
+from probewise.throughput.attention.masks import BandKind, layer_ranges
 
 if TYPE_CHECKING:
-    from probewise.throughput.attention.masks import MaskReport
+    from probewise.throughput.attention.masks import LayerAttention, MaskReport
 
 SYNTHETIC_SEED = 0
 SYNTHETIC_SIZE = 20_000
@@ -68,50 +63,64 @@ def synthetic_lengths() -> npt.NDArray[np.int64]:
 
 
 def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
+    """The attention checks: packed documents kept apart (when rows pack documents),
+    then the SDPA fast path; ``expect`` (``--expect-fast``) names the layer types that
+    must keep it."""
     checks: list[Check] = []
     if report.scenario.documents:
-        crossing = report.cross_document_layers()
-        if crossing:
-            how = sorted(
-                {
-                    x.band.describe()
-                    if x.band.kind is not BandKind.NONE
-                    else f"no mask, is_causal={x.is_causal} over the whole row"
-                    for x in crossing
-                }
-            )
-            checks.append(
-                Check(
-                    name="packed documents kept apart",
-                    status=Status.FAIL,
-                    detail=(
-                        f"layers {_ranges([x.index for x in crossing])} let documents "
-                        f"attend to each other ({'; '.join(how)}). Fix: {report.packing_fix()}"
-                    ),
-                    figures={"layers": [x.index for x in crossing], "kv_cache": report.kv_cache},
-                )
-            )
-        else:
-            checks.append(
-                Check(
-                    name="packed documents kept apart",
-                    status=Status.PASS,
-                    detail=(
-                        f"every layer masks block-diagonally ({len(report.scenario.documents)} "
-                        "documents per row)"
-                    ),
-                    figures={"kv_cache": report.kv_cache},
-                )
-            )
-    lost = report.lost_fast_path()
-    all_types = "all" in expect
-    expected = set(report.layer_types) if all_types else set(expect)
+        checks.append(_packing_check(report))
+    checks.append(_fast_path_check(report, _expected_types(report, expect)))
+    return checks
+
+
+def _packing_check(report: MaskReport) -> Check:
+    """Whether every layer keeps the packed documents of a row apart."""
+    crossing = report.cross_document_layers()
+    if not crossing:
+        return Check(
+            name="packed documents kept apart",
+            status=Status.PASS,
+            detail=(
+                f"every layer masks block-diagonally ({len(report.scenario.documents)} "
+                "documents per row)"
+            ),
+            figures={"kv_cache": report.kv_cache},
+        )
+    how = sorted(
+        {
+            x.band.describe()
+            if x.band.kind is not BandKind.NONE
+            else f"no mask, is_causal={x.is_causal} over the whole row"
+            for x in crossing
+        }
+    )
+    return Check(
+        name="packed documents kept apart",
+        status=Status.FAIL,
+        detail=(
+            f"layers {layer_ranges([x.index for x in crossing])} let documents "
+            f"attend to each other ({'; '.join(how)}). Fix: {report.packing_fix()}"
+        ),
+        figures={"layers": [x.index for x in crossing], "kv_cache": report.kv_cache},
+    )
+
+
+def _expected_types(report: MaskReport, expect: list[str]) -> set[str]:
+    """The layer types ``--expect-fast`` names (``all``: every type of the model)."""
+    expected = set(report.layer_types) if "all" in expect else set(expect)
     unknown = expected - set(report.layer_types)
     if unknown:
         raise InvalidInputError(
             f"--expect-fast {', '.join(sorted(unknown))}: this model has layer types "
             f"{', '.join(report.layer_types)}"
         )
+    return expected
+
+
+def _fast_path_check(report: MaskReport, expected: set[str]) -> Check:
+    """Which layers keep SDPA's fast path; FAIL when one loses it for nothing (its mask
+    is plain causal) or is of an expected type, WARN otherwise."""
+    lost = report.lost_fast_path()
     by_type: dict[str, list[int]] = {}
     for layer in lost:
         by_type.setdefault(layer.layer_type, []).append(layer.index)
@@ -123,20 +132,36 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
         "mask_bytes": report.mask_bytes,
     }
     if not lost:
-        checks.append(
-            Check(
-                name="SDPA fast path",
-                status=Status.PASS,
-                detail=(
-                    f"all {len(report.layers)} layers: no mask, "
-                    f"{', '.join(sorted({x.backend.value for x in report.layers}))}"
-                ),
-                figures=figures,
-            )
+        return Check(
+            name="SDPA fast path",
+            status=Status.PASS,
+            detail=(
+                f"all {len(report.layers)} layers: no mask, "
+                f"{', '.join(sorted({x.backend.value for x in report.layers}))}"
+            ),
+            figures=figures,
         )
-        return checks
     needless = [x for x in lost if x.mask_redundant]
     required = [x for x in lost if x.layer_type in expected]
+    status = Status.FAIL if needless or required else Status.WARN
+    lead = f"{fast} of {len(report.layers)} layers keep it"
+    if needless:
+        lead += (
+            f"; layers {layer_ranges([x.index for x in needless])} materialise a mask "
+            "identical to plain causal (lost for nothing)"
+        )
+    return Check(
+        name="SDPA fast path",
+        status=status,
+        detail=lead + ". " + " | ".join(_lost_by_type(report, lost, by_type)),
+        figures=figures,
+    )
+
+
+def _lost_by_type(
+    report: MaskReport, lost: Sequence[LayerAttention], by_type: dict[str, list[int]]
+) -> list[str]:
+    """Per layer type that lost the fast path: which layers, and why."""
     parts: list[str] = []
     for layer_type, indices in by_type.items():
         sample = next(x for x in lost if x.layer_type == layer_type)
@@ -145,25 +170,10 @@ def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
         which = (
             f"all {of_type} {layer_type} layers"
             if len(indices) == of_type
-            else f"{layer_type} layers {_ranges(indices)}"
+            else f"{layer_type} layers {layer_ranges(indices)}"
         )
         parts.append(f"{which}: {'; '.join(reasons) if reasons else '?'}")
-    status = Status.FAIL if needless or required else Status.WARN
-    lead = f"{fast} of {len(report.layers)} layers keep it"
-    if needless:
-        lead += (
-            f"; layers {_ranges([x.index for x in needless])} materialise a mask "
-            "identical to plain causal (lost for nothing)"
-        )
-    checks.append(
-        Check(
-            name="SDPA fast path",
-            status=status,
-            detail=lead + ". " + " | ".join(parts),
-            figures=figures,
-        )
-    )
-    return checks
+    return parts
 
 
 def _data_checks(
@@ -289,7 +299,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
             print(f"{check.status.value.upper():<5} {check.name:<32} {check.detail}")
         if args.table:
             print()
-            print_table(report)
+            print_mask_table(report)
         print()
         print("FAILED" if failed else "passed (warnings are worth a look, not errors)")
     return 1 if failed else 0

@@ -180,12 +180,7 @@ __all__ = [
     "run_paired",
 ]
 
-_FACE = LazyFace(__name__, _SOURCES)
-
-
-def __getattr__(name: str) -> object:
-    return _FACE.load(name)
-
-
-def __dir__() -> list[str]:
-    return _FACE.names()
+# At run time only: a module ``__getattr__`` that type checkers see makes them accept any
+# attribute of the package, typos included; the names above are all they should know.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = LazyFace.of(__name__, _SOURCES)

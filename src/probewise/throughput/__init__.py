@@ -83,12 +83,11 @@ if TYPE_CHECKING:
         StepBreakdown,
         TraceSource,
     )
-    from probewise.throughput.readers.chrome_trace import (
-        ChromeTraceSet,
+    from probewise.throughput.readers.chrome_trace import ChromeTraceSet, read_chrome_traces
+    from probewise.throughput.readers.profiler_table import (
         LabelledRow,
         ProfilerTableReading,
         RowLabel,
-        read_chrome_traces,
         read_profiler_tables,
     )
     from probewise.throughput.timing.harness import (
@@ -184,11 +183,10 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "StepBreakdown",
         "TraceSource",
     ),
-    "probewise.throughput.readers.chrome_trace": (
-        "ChromeTraceSet",
+    "probewise.throughput.readers.chrome_trace": ("ChromeTraceSet", "read_chrome_traces"),
+    "probewise.throughput.readers.profiler_table": (
         "LabelledRow",
         "ProfilerTableReading",
-        "read_chrome_traces",
         "read_profiler_tables",
         "RowLabel",
     ),
@@ -296,12 +294,7 @@ __all__ = [
     "tokenize_lengths",
 ]
 
-_FACE = LazyFace(__name__, _SOURCES)
-
-
-def __getattr__(name: str) -> object:
-    return _FACE.load(name)
-
-
-def __dir__() -> list[str]:
-    return _FACE.names()
+# At run time only: a module ``__getattr__`` that type checkers see makes them accept any
+# attribute of the package, typos included; the names above are all they should know.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = LazyFace.of(__name__, _SOURCES)

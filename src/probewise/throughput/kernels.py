@@ -12,8 +12,10 @@ built, and sums are taken over integer nanoseconds. That makes ``a + b`` exactly
 associative and commutative (a commutative monoid with :meth:`KernelTable.empty`
 as identity), so merging ranks or shards in any order gives the same table.
 
-The readers live in :mod:`probewise.throughput.readers.chrome_trace`; the class methods here
-(:meth:`KernelTable.from_chrome_trace` and friends) call them.
+The readers live in :mod:`probewise.throughput.readers`. The three reading doors here
+(:meth:`KernelTable.from_chrome_trace`, :meth:`~KernelTable.from_key_averages`,
+:meth:`~KernelTable.from_profiler_table`) import their reader when called: the readers
+import this model at module level, never the reverse.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Final, assert_never, cast, final
 
@@ -42,8 +44,6 @@ from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from probewise.throughput.readers.chrome_trace import ProgressCallback
-
 __all__ = [
     "Damage",
     "DamageKind",
@@ -59,6 +59,9 @@ __all__ = [
 ]
 
 _JSON_FORMAT: Final = "probewise.KernelTable/1"
+
+ProgressCallback = Callable[[int, int], None]
+"""Called as ``progress(bytes_read, total_bytes)`` (bytes of the file on disk)."""
 
 
 def _ns(us: float) -> int:
@@ -94,58 +97,10 @@ _ANON: Final = regex.compile(r"\(anonymous namespace\)::")
 class KernelKind(enum.Enum):
     """What a device row does, classified from its name (see :meth:`of`).
 
-    The patterns, tried in this order on the kernel's own identifier (the name with
+    The patterns are tried in a fixed order on the kernel's own identifier (the name with
     ``void``, template arguments and the parameter list stripped), then on the whole
-    name; matching ignores case. The identifier decides first, so
-    ``vectorized_elementwise_kernel<4, fbgemm_gpu::...>`` is elementwise work that
-    fbgemm launched, not an embedding kernel:
-
-    ``MEMCPY``
-        a name that starts with ``Memcpy`` (Kineto's ``Memcpy HtoD (Pageable -> Device)``,
-        a printed table's ``memcpy32``)
-    ``MEMSET``
-        a name that starts with ``Memset`` (``Memset (Device)``, ``memset32``)
-    ``COMMUNICATION``
-        ``nccl``, ``rccl``, ``all_reduce``/``allreduce``, ``all_gather``/``allgather``,
-        ``reduce_scatter``/``reducescatter``, ``all_to_all``/``alltoall``, ``sendrecv``
-    ``ATTENTION``
-        ``flash``, ``fmha``, ``attention``, ``attn``, ``sdpa``, ``mha``
-    ``EMBEDDING``
-        ``embedding`` (fbgemm's ``split_embedding_*`` table-batched kernels), ``fbgemm``,
-        ``embs`` as a word (``permute_pooled_embs``), fbgemm's ``bounds_check_indices``
-        and ``linearize_index``: embedding lookups and their bookkeeping, which are not
-        GEMMs even though ``fbgemm`` contains the letters
-    ``NORMALIZATION``
-        ``layer_norm``/``layernorm``, ``rms_norm``/``rmsnorm``, ``batch_norm``/``batchnorm``,
-        ``group_norm``, ``instance_norm``, cuDNN ``bn_fw``/``bn_bw``, ATen's layer-norm
-        backward ``GammaBetaBackward`` and ``RowwiseMoments``
-    ``CONVOLUTION``
-        ``conv`` (``implicit_convolve_sgemm``, CUTLASS ``ImplicitGemmConvolution``),
-        ``winograd``, ``implicit_gemm`` (cuDNN's ``sm80_xmma_fprop_implicit_gemm_*``),
-        ``fprop``/``dgrad``/``wgrad`` as a word (``cutlass_tensorop_s1688dgrad_*``,
-        ``wgrad_alg0_engine``), ``scudnn`` (cuDNN's ``volta_scudnn_128x64_relu_*``: the
-        ``relu`` is a fused epilogue, not the kernel's work), ``cudnn::cnn``,
-        ``cask_cudnn`` and ``cutlass_cudnn`` (cuDNN's convolution helpers and CUTLASS
-        kernels), cuDNN's FFT convolution ``fft2d_r2c``/``fft2d_c2r``, and ``im2col``
-        (the lowering of a convolution to a GEMM). Convolutions run as implicit GEMMs,
-        but a table that lumps them with matmuls hides which layer type costs the time
-    ``GEMM``
-        ``gemm`` (also ``sgemm``, ``hgemm``, ``gemv``, ``xmma``, ``wgmma``), ``cublas``,
-        ``cutlass``, ``matmul``, ``bmm``/``addmm``/``mm`` as a word, ROCm Tensile
-        ``Cijk_``, Triton ``triton_mm``/``triton_tem``, cuBLAS's ``splitKreduce``
-    ``REDUCTION``
-        ``reduce``, ``reduction``, ``softmax``, ``cross_entropy``, ``nll_loss``,
-        ``ClassNLLCriterion``, ``argmax``/``argmin``, ``topk``, ``cumsum``/``scan``,
-        ``pool``, ``welford``, ``norm``, Triton ``triton_red``/``triton_per``
-    ``ELEMENTWISE``
-        ``elementwise``, ``vectorized``, ``pointwise``, Triton ``triton_poi``, ``copy``,
-        ``fill``, ``cat``, ``index``, ``gather``, ``scatter``, ``transpose``,
-        ``permute``, layout changes (``nchw``/``nhwc``), ``where``, activation names
-        (``relu``, ``gelu``, ``silu``, ``sigmoid``, ``tanh``), ``dropout``,
-        ``multi_tensor_apply`` (foreach optimizer steps), ``add``/``mul``/``div``/``pow``
-        as ATen words
-    ``OTHER``
-        none of the above
+    name, ignoring case; ``OTHER`` when none matches. Which names each kind takes is
+    specified in docs/reference/kernel-kinds.md.
     """
 
     GEMM = "gemm"
@@ -627,8 +582,9 @@ class KernelTable:
         """Read a Kineto / legacy Chrome trace (``.json`` or gzip, by content).
 
         A directory or a sequence of paths is read as the ranks of one job and the
-        merged table is returned (see :func:`probewise.throughput.readers.chrome_trace.read_chrome_traces`
-        for the per-rank tables; it takes the same keyword options). Raises
+        merged table is returned (see
+        :func:`probewise.throughput.readers.chrome_trace.read_chrome_traces` for the per-rank
+        tables; it takes the same keyword options). Raises
         :class:`~probewise.TraceFormatError` on damaged input unless ``salvage`` is
         true, in which case the table holds every complete event before the damage and
         ``sources[i].damage`` says what was lost. Files of different jobs raise
@@ -653,7 +609,7 @@ class KernelTable:
     @classmethod
     def from_key_averages(cls, events: Iterable[object]) -> KernelTable:
         """A table from a live ``prof.key_averages()`` (or any iterable of ``FunctionEventAvg``)."""
-        from probewise.throughput.readers.chrome_trace import table_from_key_averages
+        from probewise.throughput.readers.key_averages import table_from_key_averages
 
         return table_from_key_averages(events)
 
@@ -661,10 +617,10 @@ class KernelTable:
     def from_profiler_table(cls, text: str) -> KernelTable:
         """A table from the text ``key_averages().table()`` printed.
 
-        :func:`probewise.throughput.readers.chrome_trace.read_profiler_table` also returns how
+        :func:`probewise.throughput.readers.profiler_table.read_profiler_table` also returns how
         each printed row was labelled and how the sum reconciles with the footer.
         """
-        from probewise.throughput.readers.chrome_trace import read_profiler_table
+        from probewise.throughput.readers.profiler_table import read_profiler_table
 
         return read_profiler_table(text).table
 

@@ -442,7 +442,7 @@ class MaskReport:
             raise CrossDocumentAttentionError(
                 f"{_count(crossing)} of {_count(self.layers)} layers let packed documents attend "
                 f"to each other ({self.scenario.describe()}): layers "
-                f"{_ranges([layer.index for layer in crossing])} "
+                f"{layer_ranges([layer.index for layer in crossing])} "
                 f"({', '.join(sorted({layer.band.describe() for layer in crossing}))}). "
                 f"This is a correctness bug, not a speed problem: {self.packing_fix()}."
             )
@@ -499,7 +499,7 @@ class MaskReport:
             f"sm{self.capability[0]}{self.capability[1]}):"
         ]
         for (layer_type, reasons), indices in groups.items():
-            lines.append(f"  layers {_ranges(indices)} ({layer_type}): {'; '.join(reasons)}")
+            lines.append(f"  layers {layer_ranges(indices)} ({layer_type}): {'; '.join(reasons)}")
         raise FastPathLostError("\n".join(lines))
 
 
@@ -508,7 +508,7 @@ def _count(layers: Iterable[LayerAttention]) -> int:
     return len({layer.index for layer in layers})
 
 
-def _ranges(indices: Iterable[int]) -> str:
+def layer_ranges(indices: Iterable[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
     values = sorted(set(indices))
     parts: list[str] = []
