@@ -178,22 +178,6 @@ _STAGED: dict[type, _json.Shape] = {
         after={"judged": "unjudged", "agree": "judged", "disagree": "agree"},
         codecs={"cells": _json.Codec(dump=_dump_cells, load=_load_cells)},
     ),
-    KernelChange: Shape(
-        after={"delta_us": "after_us", "ratio": "delta_us"}, finite_or_none={"ratio"}
-    ),
-    KernelDiff: Shape(after={"delta_kernel_us": "after_kernel_us", "changes": "delta_kernel_us"}),
-    KernelTable: Shape(
-        after={
-            "format": None,
-            "kernel_us": "format",
-            "memcpy_us": "kernel_us",
-            "memset_us": "memcpy_us",
-            "naive_device_us": "memset_us",
-            "missing_ranks": "sources",
-        },
-        constant={"format": _KERNEL_FORMAT},
-    ),
-    ProfilerTableReading: Shape(after={"reconciled": "hidden_device_us"}),
     BucketRow: Shape(
         after={
             "pad_tokens": "slot_tokens",

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Final, assert_never, cast, final
 import attrs
 import regex
 
+from probewise import _json
 from probewise._validation import (
     checked_type,
     duration,
@@ -203,12 +204,7 @@ class KernelRow:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "name": self.name,
-            "calls": self.calls,
-            "device_us": self.device_us,
-            "kind": self.kind.value,
-        }
+        return _json.to_dict(self)
 
 
 @enum.unique
@@ -247,7 +243,7 @@ class Exclusion:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {"reason": self.reason.value, "events": self.events, "total_us": self.total_us}
+        return _json.to_dict(self)
 
 
 @final
@@ -280,14 +276,7 @@ class StepBreakdown:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "step": self.step,
-            "span_us": self.span_us,
-            "kernel_us": self.kernel_us,
-            "memcpy_us": self.memcpy_us,
-            "memset_us": self.memset_us,
-            "device_events": self.device_events,
-        }
+        return _json.to_dict(self)
 
 
 @final
@@ -307,12 +296,7 @@ class Damage:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "kind": self.kind.value,
-            "offset": self.offset,
-            "message": self.message,
-            "events_kept": self.events_kept,
-        }
+        return _json.to_dict(self)
 
 
 def _notes(value: object) -> tuple[str, ...]:
@@ -361,17 +345,7 @@ class TraceSource:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "path": self.path,
-            "rank": self.rank,
-            "world_size": self.world_size,
-            "events": self.events,
-            "devices": list(self.devices),
-            "display_time_unit": self.display_time_unit,
-            "base_time_ns": self.base_time_ns,
-            "damage": None if self.damage is None else self.damage.to_dict(),
-            "notes": list(self.notes),
-        }
+        return _json.to_dict(self)
 
 
 def _source_key(source: TraceSource) -> tuple[int, int, str, int, str]:
@@ -387,6 +361,9 @@ def _source_key(source: TraceSource) -> tuple[int, int, str, int, str]:
 # --------------------------------------------------------------------------- diff
 
 
+@_json.shaped(
+    _json.Shape(after={"delta_us": "after_us", "ratio": "delta_us"}, finite_or_none={"ratio"})
+)
 @final
 @attrs.frozen(kw_only=True)
 class KernelChange:
@@ -413,19 +390,12 @@ class KernelChange:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values (an infinite or undefined ratio becomes ``None``)."""
-        ratio = self.ratio
-        return {
-            "name": self.name,
-            "kind": self.kind.value,
-            "before_us": self.before_us,
-            "after_us": self.after_us,
-            "delta_us": self.delta_us,
-            "ratio": ratio if math.isfinite(ratio) else None,
-            "before_calls": self.before_calls,
-            "after_calls": self.after_calls,
-        }
+        return _json.to_dict(self)
 
 
+@_json.shaped(
+    _json.Shape(after={"delta_kernel_us": "after_kernel_us", "changes": "delta_kernel_us"})
+)
 @final
 @attrs.frozen(kw_only=True)
 class KernelDiff:
@@ -442,12 +412,7 @@ class KernelDiff:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "before_kernel_us": self.before_kernel_us,
-            "after_kernel_us": self.after_kernel_us,
-            "delta_kernel_us": self.delta_kernel_us,
-            "changes": [change.to_dict() for change in self.changes],
-        }
+        return _json.to_dict(self)
 
 
 # --------------------------------------------------------------------------- table
@@ -493,6 +458,19 @@ def _unique(what: str, keys: Sequence[object]) -> None:
         raise InvalidInputError(f"{what} must be unique; merge duplicates with KernelTable.of_rows")
 
 
+@_json.shaped(
+    _json.Shape(
+        after={
+            "format": None,
+            "kernel_us": "format",
+            "memcpy_us": "kernel_us",
+            "memset_us": "memcpy_us",
+            "naive_device_us": "memset_us",
+            "missing_ranks": "sources",
+        },
+        constant={"format": _JSON_FORMAT},
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class KernelTable:
@@ -752,18 +730,7 @@ class KernelTable:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values (what :meth:`to_json` writes)."""
-        return {
-            "format": _JSON_FORMAT,
-            "kernel_us": self.kernel_us,
-            "memcpy_us": self.memcpy_us,
-            "memset_us": self.memset_us,
-            "naive_device_us": self.naive_device_us,
-            "rows": [row.to_dict() for row in self.rows],
-            "excluded": [item.to_dict() for item in self.excluded],
-            "steps": [step.to_dict() for step in self.steps],
-            "sources": [source.to_dict() for source in self.sources],
-            "missing_ranks": list(self.missing_ranks),
-        }
+        return _json.to_dict(self)
 
     def to_json(self, *, indent: int | None = None) -> str:
         """JSON text that :meth:`from_json` reads back into an equal table."""
