@@ -831,6 +831,32 @@ def test_structure_names_what_is_wrong(document: object, message: str) -> None:
     assert text.startswith(message)
 
 
+@EXAMPLES
+@given(table=kernel_tables)
+def test_from_json_reads_documents_that_others_extend(table: KernelTable) -> None:
+    """``probewise kernels --json`` adds keys (per_rank, diff, jobs...): from_json skips them."""
+    document = dict(table.to_dict())
+    document["per_rank"] = [document.copy()]
+    document["rows"] = [
+        {**row, "share": 0.5} for row in cast("list[dict[str, object]]", document["rows"])
+    ]
+    assert _same(KernelTable.from_json(json.dumps(document)), table)
+    with pytest.raises(InvalidInputError, match="unknown KernelTable fields"):
+        _json.structure(document, KernelTable)
+
+
+def test_from_json_names_the_field() -> None:
+    document = KernelTable(rows=[KernelRow.named("k", calls=1, device_us=1.0)]).to_dict()
+    rows = cast("list[dict[str, object]]", document["rows"])
+    del rows[0]["kind"]
+    with pytest.raises(
+        InvalidInputError, match=r"^not KernelTable JSON: .*KernelRow\.kind is missing"
+    ):
+        KernelTable.from_json(json.dumps(document))
+    with pytest.raises(InvalidInputError, match=r"KernelTable\.format must be"):
+        KernelTable.from_json(json.dumps({**document, "format": "other"}))
+
+
 @attrs.frozen(kw_only=True)
 class _Point:
     x: int

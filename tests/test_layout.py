@@ -38,7 +38,6 @@ STILL_LONG_MODULES = {
     "probewise.responses.rubric",
     "probewise.throughput.attention._recorder",
     "probewise.throughput.attention.sdpa",
-    "probewise.throughput.kernels",
 }
 STILL_LONG_FUNCTIONS = {
     "probewise.throughput.attention._band _read",

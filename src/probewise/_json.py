@@ -256,8 +256,16 @@ def _nulled(value: JsonValue, keep: Callable[[float], bool]) -> JsonValue:
 # --------------------------------------------------------------------------- reading
 
 
-def structure(data: object, cls: type[_T]) -> _T:
-    """Build ``cls`` (an attrs class) from what :func:`unstructure` wrote for it."""
+def structure(data: object, cls: type[_T], *, ignore_unknown: bool = False) -> _T:
+    """Build ``cls`` (an attrs class) from what :func:`unstructure` wrote for it.
+
+    A key that is not the class's raises, unless ``ignore_unknown`` (at every depth:
+    a reader of documents that others extend, such as the CLI's).
+    """
+    return _structure(data, cls, strict=not ignore_unknown)
+
+
+def _structure(data: object, cls: type[_T], *, strict: bool) -> _T:
     make: Callable[..., _T] = cls
     if not attrs.has(cls):
         raise TypeError(f"{cls.__name__} is not an attrs class")
@@ -265,7 +273,7 @@ def structure(data: object, cls: type[_T]) -> _T:
     document = _mapping(data, name)
     shape, expected = _plan(cls)
     unknown = sorted(set(document) - set(expected))
-    if unknown:
+    if unknown and strict:
         raise InvalidInputError(f"unknown {name} fields {unknown}; expected {list(expected)}")
     for key, tag in shape.constant.items():
         if document.get(key) != tag:
@@ -284,7 +292,9 @@ def structure(data: object, cls: type[_T]) -> _T:
         codec = shape.codecs.get(key)
         nan = key in shape.nan_as_none or key in shape.finite_or_none
         kwargs[field.alias or key] = (
-            codec.load(raw) if codec is not None else _load(raw, hints[key], where, nan=nan)
+            codec.load(raw)
+            if codec is not None
+            else _load(raw, hints[key], where, nan=nan, strict=strict)
         )
     return make(**kwargs)
 
@@ -300,11 +310,11 @@ def _mapping(data: object, where: str) -> dict[str, object]:
     return out
 
 
-def _load(value: object, hint: object, where: str, *, nan: bool) -> object:
+def _load(value: object, hint: object, where: str, *, nan: bool, strict: bool) -> object:
     """``value`` read as the annotation ``hint``."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is types.UnionType or origin is typing.Union:
-        return _load_union(value, args, where, nan=nan)
+        return _load_union(value, args, where, nan=nan, strict=strict)
     if hint is None or hint is types.NoneType:
         if value is not None:
             raise InvalidInputError(f"{where} must be null, got {type(value).__name__}")
@@ -315,35 +325,41 @@ def _load(value: object, hint: object, where: str, *, nan: bool) -> object:
             if len(items) != len(args):
                 raise InvalidInputError(f"{where} must hold {len(args)} items, got {len(items)}")
             return tuple(
-                _load(x, t, f"{where}[{i}]", nan=nan)
+                _load(x, t, f"{where}[{i}]", nan=nan, strict=strict)
                 for i, (x, t) in enumerate(zip(items, args, strict=True))
             )
-        loaded = [_load(x, args[0], f"{where}[{i}]", nan=nan) for i, x in enumerate(items)]
+        loaded = [
+            _load(x, args[0], f"{where}[{i}]", nan=nan, strict=strict) for i, x in enumerate(items)
+        ]
         return tuple(loaded) if origin is tuple else loaded
     if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
         pairs = _mapping(value, where).items()
         return {
-            _load(k, args[0], where, nan=False): _load(v, args[1], f"{where}.{k}", nan=nan)
+            _load(k, args[0], where, nan=False, strict=strict): _load(
+                v, args[1], f"{where}.{k}", nan=nan, strict=strict
+            )
             for k, v in pairs
         }
     if isinstance(hint, type):
-        return _load_type(value, hint, where, nan=nan)
+        return _load_type(value, hint, where, nan=nan, strict=strict)
     raise TypeError(f"{where}: no JSON reading for {hint!r}")
 
 
-def _load_union(value: object, args: tuple[object, ...], where: str, *, nan: bool) -> object:
+def _load_union(
+    value: object, args: tuple[object, ...], where: str, *, nan: bool, strict: bool
+) -> object:
     if value is None and types.NoneType in args:
         return None
     options = [arg for arg in args if arg is not types.NoneType]
     for option in options[:-1]:
         try:
-            return _load(value, option, where, nan=nan)
+            return _load(value, option, where, nan=nan, strict=strict)
         except InvalidInputError:
             pass
-    return _load(value, options[-1], where, nan=nan)
+    return _load(value, options[-1], where, nan=nan, strict=strict)
 
 
-def _load_type(value: object, hint: type, where: str, *, nan: bool) -> object:
+def _load_type(value: object, hint: type, where: str, *, nan: bool, strict: bool) -> object:
     got, cls = type(value).__name__, cast("type[object]", hint)
     if hint is bool:
         if not isinstance(value, bool):
@@ -368,23 +384,26 @@ def _load_type(value: object, hint: type, where: str, *, nan: bool) -> object:
             return hint(value)
         except ValueError:
             raise InvalidInputError(f"{where}: unknown {hint.__name__} {value!r}") from None
-    return _load_class(value, cls, where, nan=nan)
+    return _load_class(value, cls, where, nan=nan, strict=strict)
 
 
-def _load_class(value: object, hint: type[object], where: str, *, nan: bool) -> object:
+def _load_class(
+    value: object, hint: type[object], where: str, *, nan: bool, strict: bool
+) -> object:
     """``value`` read as a value object or a NamedTuple."""
     if attrs.has(hint):
-        return structure(value, hint)
+        return _structure(value, hint, strict=strict)
     fields = _named_fields(hint)
     if fields is not None:
         document = _mapping(value, where)
         hints = _hints(hint)
         make: Callable[..., object] = hint
         unknown = sorted(set(document) - set(fields))
-        if unknown:
+        if unknown and strict:
             raise InvalidInputError(f"unknown {where} fields {unknown}; expected {list(fields)}")
         loaded = {
-            key: _load(document.get(key), hints[key], f"{where}.{key}", nan=nan) for key in fields
+            key: _load(document.get(key), hints[key], f"{where}.{key}", nan=nan, strict=strict)
+            for key in fields
         }
         return make(**loaded)
     raise TypeError(f"{where}: no JSON reading for {hint.__name__}")

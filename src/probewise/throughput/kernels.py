@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Final, assert_never, cast, final
 
@@ -744,8 +744,8 @@ class KernelTable:
         except (ValueError, UnicodeDecodeError) as error:
             raise InvalidInputError(f"not KernelTable JSON: {error}") from None
         try:
-            return _table_from_dict(data)
-        except (KeyError, TypeError, ValueError) as error:
+            return _json.structure(data, cls, ignore_unknown=True)
+        except (TypeError, ValueError) as error:
             raise InvalidInputError(f"not KernelTable JSON: {error!r}") from None
 
 
@@ -775,112 +775,4 @@ def _merge_exclusions(items: Iterable[Exclusion]) -> tuple[Exclusion, ...]:
     return tuple(
         Exclusion(reason=reason, events=events, total_us=_us(ns))
         for reason, (events, ns) in totals.items()
-    )
-
-
-def _mapping(value: object, what: str) -> Mapping[str, object]:
-    if not isinstance(value, dict):
-        raise ArgumentTypeError(f"{what} must be an object, got {type(value).__name__}")
-    return {str(k): v for k, v in cast("dict[object, object]", value).items()}
-
-
-def _sequence(value: object, what: str) -> list[object]:
-    if not isinstance(value, list):
-        raise ArgumentTypeError(f"{what} must be an array, got {type(value).__name__}")
-    return list(cast("list[object]", value))
-
-
-def _int_or_none(value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"expected an int or null, got {type(value).__name__}")
-    return value
-
-
-def _int(value: object) -> int:
-    out = _int_or_none(value)
-    if out is None:
-        raise ArgumentTypeError("expected an int, got null")
-    return out
-
-
-def _float(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ArgumentTypeError(f"expected a number, got {type(value).__name__}")
-    return float(value)
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise ArgumentTypeError(f"expected a string, got {type(value).__name__}")
-    return value
-
-
-def _table_from_dict(data: object) -> KernelTable:
-    top = _mapping(data, "the document")
-    if top.get("format") != _JSON_FORMAT:
-        raise InvalidInputError(f"format must be {_JSON_FORMAT!r}")
-    rows = [
-        KernelRow(
-            name=_str(r["name"]),
-            calls=_int_or_none(r["calls"]),
-            device_us=_float(r["device_us"]),
-            kind=KernelKind(r["kind"]),
-        )
-        for r in (_mapping(x, "a row") for x in _sequence(top["rows"], "rows"))
-    ]
-    excluded = [
-        Exclusion(
-            reason=ExclusionReason(e["reason"]),
-            events=_int(e["events"]),
-            total_us=_float(e["total_us"]),
-        )
-        for e in (_mapping(x, "an exclusion") for x in _sequence(top["excluded"], "excluded"))
-    ]
-    steps = [
-        StepBreakdown(
-            step=_int(s["step"]),
-            span_us=_float(s["span_us"]),
-            kernel_us=_float(s["kernel_us"]),
-            memcpy_us=_float(s["memcpy_us"]),
-            memset_us=_float(s["memset_us"]),
-            device_events=_int(s["device_events"]),
-        )
-        for s in (_mapping(x, "a step") for x in _sequence(top["steps"], "steps"))
-    ]
-    sources: list[TraceSource] = []
-    for x in _sequence(top["sources"], "sources"):
-        s = _mapping(x, "a source")
-        damage_value = s["damage"]
-        damage = None
-        if damage_value is not None:
-            d = _mapping(damage_value, "damage")
-            damage = Damage(
-                kind=DamageKind(d["kind"]),
-                offset=_int(d["offset"]),
-                message=_str(d["message"]),
-                events_kept=_int(d["events_kept"]),
-            )
-        unit = s.get("display_time_unit")
-        sources.append(
-            TraceSource(
-                path=_str(s["path"]),
-                rank=_int_or_none(s["rank"]),
-                world_size=_int_or_none(s["world_size"]),
-                events=_int(s["events"]),
-                devices=tuple(_str(d) for d in _sequence(s.get("devices", []), "devices")),
-                display_time_unit=None if unit is None else _str(unit),
-                base_time_ns=_int_or_none(s.get("base_time_ns")),
-                damage=damage,
-                notes=tuple(_str(n) for n in _sequence(s.get("notes", []), "notes")),
-            )
-        )
-    naive = top["naive_device_us"]
-    return KernelTable(
-        rows=rows,
-        excluded=excluded,
-        naive_device_us=None if naive is None else _float(naive),
-        steps=steps,
-        sources=sources,
     )
