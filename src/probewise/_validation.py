@@ -236,3 +236,55 @@ def duration(value: object) -> float:
 def optional_duration(value: object) -> float | None:
     """:func:`duration`, or None."""
     return None if value is None else duration(value)
+
+
+# --------------------------------------------------------------------------- throughput
+# (issue 22, attn) The throughput half's own validators, once private to one module
+# each (``sdpa._strict_int``, ``masks._bool``, ``scaling._positive_int``). Each keeps
+# the exception class and the message it raised there: they name the field alone,
+# not ``Class.field``, and raise InvalidInputError for any bad value.
+
+__all__ += ["MAX_LENGTH", "length_int", "shown_int", "strict_int", "true_or_false"]
+
+MAX_LENGTH = 1 << 40
+"""The longest sequence length probewise accepts: 2**40 (1,099,511,627,776) tokens."""
+
+
+def shown_int(number: int) -> str:
+    """``number`` for a message: its digits when short, its size when not.
+
+    Python refuses to print an int of more than 4,300 digits, and nobody reads one.
+    """
+    if abs(number) < 10**30:
+        return str(number)
+    sign = "-" if number < 0 else ""
+    return f"{sign}a {number.bit_length()}-bit number"
+
+
+def strict_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    """An int (a bool is refused); the range is left to another validator."""
+    if not _is_int(value):
+        raise InvalidInputError(f"{attribute.name} must be an int, got {type(value).__name__}")
+
+
+def true_or_false(_instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    """A bool. (Its message shows the value too, as the mask scenario's always did.)"""
+    if not isinstance(value, bool):
+        raise InvalidInputError(
+            f"{attribute.name} must be True or False, got {type(value).__name__} {value!r}"
+        )
+
+
+def length_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    """An int or a numpy integer (not a bool) in ``[1, MAX_LENGTH]``: a sequence length
+    or a batch size."""
+    import numpy as np  # loaded already wherever a length is checked; not at import
+
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise InvalidInputError(f"{attribute.name} must be an int, got a {type(value).__name__}")
+    if value < 1:
+        raise InvalidInputError(f"{attribute.name} must be >= 1, got {shown_int(int(value))}")
+    if value > MAX_LENGTH:
+        raise InvalidInputError(
+            f"{attribute.name} must be at most 2**40, got {shown_int(int(value))}"
+        )

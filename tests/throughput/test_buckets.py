@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise.errors import InvalidInputError, SweepNoOpError
-from probewise.throughput.data._length_input import LengthInput
 from probewise.throughput.data.buckets import (
     Batching,
     BucketStrategy,
@@ -24,6 +23,7 @@ from probewise.throughput.data.buckets import (
     random_batches,
     sweep_buckets,
 )
+from probewise.throughput.data.length_input import LengthInput
 
 lengths_st = st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=120)
 batch_st = st.integers(min_value=1, max_value=12)

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise.errors import InputFileError, InvalidInputError, LengthInputError
-from probewise.throughput.data._length_input import (
+from probewise.throughput.data.length_input import (
     MAX_LENGTH,
     LengthInput,
     as_lengths,

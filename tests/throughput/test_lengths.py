@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probewise.errors import InputFileError, InvalidInputError, LengthInputError
-from probewise.throughput.data._length_input import LengthInput, as_lengths, read_lengths
+from probewise.throughput.data.length_input import LengthInput, as_lengths, read_lengths
 from probewise.throughput.data.lengths import (
     MAX_BINS_PER_OCTAVE,
     BatchingMode,
@@ -509,7 +509,7 @@ def word_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_tokenize_lengths_counts_tokens(tmp_path: Path, word_tokenizer_dir: Path) -> None:
-    from probewise.throughput.data._length_input import tokenize_lengths
+    from probewise.throughput.data.length_input import tokenize_lengths
 
     path = tmp_path / "texts.jsonl"
     rows = [
@@ -526,7 +526,7 @@ def test_tokenize_lengths_counts_tokens(tmp_path: Path, word_tokenizer_dir: Path
 
 
 def test_tokenize_lengths_names_bad_lines(tmp_path: Path, word_tokenizer_dir: Path) -> None:
-    from probewise.throughput.data._length_input import tokenize_lengths
+    from probewise.throughput.data.length_input import tokenize_lengths
 
     path = tmp_path / "texts.jsonl"
     path.write_text('{"text": "alpha"}\n{"body": "beta"}\n')
@@ -549,7 +549,7 @@ def test_tokenize_lengths_names_bad_lines(tmp_path: Path, word_tokenizer_dir: Pa
 def test_tokenize_progress_goes_to_stderr_only(
     tmp_path: Path, word_tokenizer_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from probewise.throughput.data._length_input import tokenize_lengths
+    from probewise.throughput.data.length_input import tokenize_lengths
 
     path = tmp_path / "texts.jsonl"
     path.write_text("".join(json.dumps({"text": "alpha beta"}) + "\n" for _ in range(5)))

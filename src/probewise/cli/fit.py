@@ -14,8 +14,8 @@ import math
 import os
 from pathlib import Path
 
+from probewise._files import read_regular_file
 from probewise.errors import InvalidInputError
-from probewise.throughput.data._length_input import read_regular_file
 from probewise.throughput.timing.scaling import FitLoss, ScalingFit, ScalingPoint
 
 

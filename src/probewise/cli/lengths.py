@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import assert_never
 
 from probewise.errors import InvalidInputError
-from probewise.throughput.data._length_input import LengthInput, read_lengths, tokenize_lengths
 from probewise.throughput.data.buckets import BucketRow, BucketSweep, sweep_buckets
+from probewise.throughput.data.length_input import LengthInput, read_lengths, tokenize_lengths
 from probewise.throughput.data.lengths import (
     BatchingMode,
     ChunkPlan,

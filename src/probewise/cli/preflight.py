@@ -256,7 +256,7 @@ def _check_inputs(args: argparse.Namespace) -> None:
 def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
     if args.lengths is None:
         return synthetic_lengths(), f"synthetic sample of {SYNTHETIC_SIZE:,}"
-    from probewise.throughput.data._length_input import read_lengths, tokenize_lengths
+    from probewise.throughput.data.length_input import read_lengths, tokenize_lengths
 
     path = Path(str(args.lengths))
     if args.tokenizer is not None:

@@ -39,12 +39,6 @@ if TYPE_CHECKING:
         SdpaEnvironment,
         predict_backend,
     )
-    from probewise.throughput.data._length_input import (
-        LengthInput,
-        as_lengths,
-        read_lengths,
-        tokenize_lengths,
-    )
     from probewise.throughput.data.buckets import (
         Batcher,
         Batching,
@@ -59,6 +53,12 @@ if TYPE_CHECKING:
     from probewise.throughput.data.ce_memory import (
         LogitMemory,
         measure_bytes_per_logit,
+    )
+    from probewise.throughput.data.length_input import (
+        LengthInput,
+        as_lengths,
+        read_lengths,
+        tokenize_lengths,
     )
     from probewise.throughput.data.lengths import (
         BatchingMode,
@@ -139,12 +139,6 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "SdpaCall",
         "SdpaEnvironment",
     ),
-    "probewise.throughput.data._length_input": (
-        "as_lengths",
-        "LengthInput",
-        "read_lengths",
-        "tokenize_lengths",
-    ),
     "probewise.throughput.data.buckets": (
         "Batcher",
         "Batching",
@@ -159,6 +153,12 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "probewise.throughput.data.ce_memory": (
         "LogitMemory",
         "measure_bytes_per_logit",
+    ),
+    "probewise.throughput.data.length_input": (
+        "as_lengths",
+        "LengthInput",
+        "read_lengths",
+        "tokenize_lengths",
     ),
     "probewise.throughput.data.lengths": (
         "BatchingMode",

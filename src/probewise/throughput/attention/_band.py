@@ -242,77 +242,87 @@ def analyse_band(allowed: BoolArray | RowIntervals) -> Band:
 
 
 def _read(summary: _Summary, batch: int, queries: int, keys: int) -> Band:
+    total = batch * queries * keys
+    kind, window, segments = _structure(summary, batch, queries, keys)
+    return Band(
+        kind=kind,
+        window=window,
+        segments=segments,
+        padding_columns=_as_tuple(keys - summary.column_any.sum(axis=-1)),
+        masked_rows=_as_tuple((summary.count == 0).sum(axis=-1)),
+        allowed_share=float(summary.count.sum()) / total if total else 1.0,
+    )
+
+
+_Structure = tuple[BandKind, int | None, tuple[tuple[int, ...], ...]]
+"""A band's kind, window and segments."""
+_OTHER: _Structure = (BandKind.OTHER, None, ())
+
+
+@final
+class _Candidates:
+    """Tests a summary's rows against candidate intervals ``[lo(q), hi(q)]``: prefix
+    sums of the non-padding columns, and for each key the next and the previous one."""
+
+    def __init__(self, summary: _Summary, cum: IntArray, batch: int, queries: int) -> None:
+        keys = summary.keys
+        self.summary = summary
+        self.cum = cum
+        self.batch = batch
+        self.queries = queries
+        self.rows = summary.count > 0
+        self.b_index: IntArray = np.arange(batch, dtype=np.int64)[:, None]
+        key_index = np.arange(keys, dtype=np.int64)
+        column_any = summary.column_any
+        self.next_key = np.minimum.accumulate(
+            np.where(column_any, key_index, keys)[:, ::-1], axis=-1
+        )[:, ::-1]
+        self.prev_key = np.maximum.accumulate(np.where(column_any, key_index, -1), axis=-1)
+
+    def matches(self, lo: IntArray, hi: IntArray) -> bool:
+        """Whether every row's allowed keys are the non-padding keys of ``[lo, hi]``."""
+        b_index, rows, summary = self.b_index, self.rows, self.summary
+        lo = np.broadcast_to(lo, (self.batch, self.queries))
+        hi = np.broadcast_to(hi, (self.batch, self.queries))
+        expected = self.cum[b_index, hi + 1] - self.cum[b_index, lo]
+        if not np.array_equal(expected, summary.count):
+            return False
+        return bool(
+            np.array_equal(summary.first[rows], self.next_key[b_index, lo][rows])
+            and np.array_equal(summary.last[rows], self.prev_key[b_index, hi][rows])
+        )
+
+
+def _structure(summary: _Summary, batch: int, queries: int, keys: int) -> _Structure:
+    """Which band structure the summarised mask has (the first that matches)."""
     count, first, last, column_any = (
         summary.count,
         summary.first,
         summary.last,
         summary.column_any,
     )
-    padding = _as_tuple(keys - column_any.sum(axis=-1))
-    masked = _as_tuple((count == 0).sum(axis=-1))
-    total = batch * queries * keys
-    allowed_share = float(count.sum()) / total if total else 1.0
-
-    def other() -> Band:
-        return Band(
-            kind=BandKind.OTHER,
-            padding_columns=padding,
-            masked_rows=masked,
-            allowed_share=allowed_share,
-        )
-
-    if queries != keys or total == 0 or not count.any():
-        return other()  # (nothing allowed at all is "other", not a padded causal mask)
+    if queries != keys or batch * queries * keys == 0 or not count.any():
+        return _OTHER  # (nothing allowed at all is "other", not a padded causal mask)
     rows = count > 0
     cum = np.zeros((batch, keys + 1), dtype=np.int64)
     np.cumsum(column_any, axis=-1, out=cum[:, 1:])
     b_index: IntArray = np.arange(batch, dtype=np.int64)[:, None]
     inside = cum[b_index, last + 1] - cum[b_index, first]
     if not np.array_equal(np.where(rows, inside, 0), count):
-        return other()  # some row is not one interval of non-padding keys
-
-    key_index = np.arange(keys, dtype=np.int64)
-    next_key = np.minimum.accumulate(np.where(column_any, key_index, keys)[:, ::-1], axis=-1)[
-        :, ::-1
-    ]
-    prev_key = np.maximum.accumulate(np.where(column_any, key_index, -1), axis=-1)
+        return _OTHER  # some row is not one interval of non-padding keys
+    candidates = _Candidates(summary, cum, batch, queries)
+    matches = candidates.matches
     q_index = np.broadcast_to(np.arange(queries, dtype=np.int64)[None, :], (batch, queries))
-
-    def matches(lo: IntArray, hi: IntArray) -> bool:
-        lo = np.broadcast_to(lo, (batch, queries))
-        hi = np.broadcast_to(hi, (batch, queries))
-        expected = cum[b_index, hi + 1] - cum[b_index, lo]
-        if not np.array_equal(expected, count):
-            return False
-        return bool(
-            np.array_equal(first[rows], next_key[b_index, lo][rows])
-            and np.array_equal(last[rows], prev_key[b_index, hi][rows])
-        )
-
-    def band(
-        kind: BandKind,
-        *,
-        window: int | None = None,
-        segments: tuple[tuple[int, ...], ...] = (),
-    ) -> Band:
-        return Band(
-            kind=kind,
-            window=window,
-            segments=segments,
-            padding_columns=padding,
-            masked_rows=masked,
-            allowed_share=allowed_share,
-        )
 
     zero = np.zeros((batch, queries), dtype=np.int64)
     # Causal before full: with padding the two can coincide, and causal is the claim
     # a decoder's mask is expected to make.
     if matches(zero, q_index):
-        return band(BandKind.CAUSAL)
+        return (BandKind.CAUSAL, None, ())
     if matches(zero, zero + (keys - 1)):
-        return band(BandKind.FULL)
+        return (BandKind.FULL, None, ())
     if not np.all(last[rows] <= q_index[rows]):
-        return other()  # some query sees a later key: not causal in any sense here
+        return _OTHER  # some query sees a later key: not causal in any sense here
 
     # A sliding window: measured on rows whose first key is not next to padding.
     not_after_pad = rows & ((first == 0) | column_any[b_index, np.maximum(first - 1, 0)])
@@ -320,23 +330,21 @@ def _read(summary: _Summary, batch: int, queries: int, keys: int) -> Band:
     if window is not None and window < queries:
         lo = np.maximum(q_index - window + 1, 0)
         if matches(lo, q_index):
-            return band(BandKind.SLIDING_WINDOW, window=window)
+            return (BandKind.SLIDING_WINDOW, window, ())
 
     # Block-diagonal: a document starts where a query's first key is itself.
     starts = (rows & (first == q_index)) | (q_index == 0)
     segment_start = np.maximum.accumulate(np.where(starts, q_index, 0), axis=-1)
     if np.any(starts[:, 1:]):
         if matches(segment_start, q_index):
-            return band(BandKind.BLOCK_DIAGONAL, segments=_segments(starts))
+            return (BandKind.BLOCK_DIAGONAL, None, _segments(starts))
         inner = rows & (first > segment_start)
         inner_window = _window_from(q_index, first, inner)
         if inner_window is not None:
             lo = np.maximum(segment_start, q_index - inner_window + 1)
             if matches(lo, q_index):
-                return band(
-                    BandKind.BLOCK_DIAGONAL, segments=_segments(starts), window=inner_window
-                )
-    return other()
+                return (BandKind.BLOCK_DIAGONAL, inner_window, _segments(starts))
+    return _OTHER
 
 
 def _window_from(q_index: IntArray, first: IntArray, where: BoolArray) -> int | None:

@@ -1,5 +1,3 @@
-# pyright: reportPrivateUsage=false
-# (issue 22: still to fold, a private name used outside its module or class)
 """Runs a transformers model built from a config and records every SDPA call it makes.
 
 This is the only module of the mask probe that imports torch and transformers. The
@@ -34,12 +32,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
-import json
-import logging
 import sys
 import threading
 from collections.abc import Callable, Generator, Mapping
-from pathlib import Path
 from typing import NoReturn, cast, final
 
 import attrs
@@ -48,20 +43,23 @@ import numpy.typing as npt
 import torch
 import tqdm
 import transformers
-from transformers import AutoConfig, PretrainedConfig
-from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+from transformers import PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
-from probewise.errors import InvalidInputError, UnsupportedModelError
+from probewise.errors import UnsupportedModelError
 from probewise.throughput.attention._band import RowIntervals
-from probewise.throughput.data._length_input import read_regular_file
+from probewise.throughput.attention._config import (
+    build_error,
+    head_dims,
+    quiet_transformers,
+    shrunk_config,
+    text_config_of,
+)
 
-__all__ = ["RawCall", "RecordedRun", "load_config", "record_sdpa_calls"]
+__all__ = ["RawCall", "RecordedRun", "record_sdpa_calls"]
 
 _SDPA_LOCK = threading.Lock()
 _MASK_LOCK = threading.Lock()
-_SHRUNK_INTERMEDIATE = 8
-_SHRUNK_PER_LAYER_INPUT = 4
 PROGRESS_DELAY_S = 2.0
 """Seconds of work before the progress bar appears (when asked for)."""
 
@@ -105,201 +103,6 @@ class RecordedRun:
     """Whether the forward returned a KV cache (``use_cache`` was in effect)."""
 
 
-def load_config(config: PretrainedConfig | str | Path | Mapping[str, object]) -> PretrainedConfig:
-    """A transformers config from a config object, a ``config.json`` (or its folder), or a dict."""
-    if isinstance(config, PretrainedConfig):
-        return config
-    if isinstance(config, (str, Path)):
-        path = Path(config)
-        if path.is_dir():
-            path = path / "config.json"
-        if not path.exists():
-            raise InvalidInputError(f"no config file at {path}")
-        raw = read_regular_file(path)  # a FIFO or a device is refused, never read (it may block)
-        try:
-            # utf-8-sig: a BOM that an editor left at the start is not part of the JSON.
-            data: object = json.loads(raw.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise InvalidInputError(f"cannot read {path} as JSON: {error}") from None
-        except RecursionError:
-            raise InvalidInputError(f"cannot read {path}: JSON nested too deeply") from None
-        if not isinstance(data, dict):
-            raise InvalidInputError(f"{path} holds JSON but not an object")
-        return _from_dict(cast("dict[str, object]", data), str(path))
-    if isinstance(cast("object", config), Mapping):
-        return _from_dict(dict(config), "the config mapping")
-    raise InvalidInputError(
-        f"config must be a PretrainedConfig, a path or a mapping, got {type(config).__name__}"
-    )
-
-
-def _from_dict(data: dict[str, object], where: str) -> PretrainedConfig:
-    model_type = data.get("model_type")
-    if not isinstance(model_type, str):
-        raise InvalidInputError(f'{where} has no model_type; add e.g. "model_type": "llama"')
-    # "_probewise..." keys are notes in the bundled configs, not config fields.
-    rest = {k: v for k, v in data.items() if k != "model_type" and not k.startswith("_probewise")}
-    _check_sizes(rest, where)
-    text_config = rest.get("text_config")
-    if isinstance(text_config, Mapping):
-        _check_sizes(cast("Mapping[str, object]", text_config), f"{where} (text_config)")
-    if model_type not in CONFIG_MAPPING:
-        raise UnsupportedModelError(
-            f"transformers {transformers.__version__} has no model_type {model_type!r} "
-            f"(from {where})"
-        )
-    try:
-        with _quiet_transformers():  # its log lines about the fields: the error says it
-            return AutoConfig.for_model(model_type, **rest)  # pyright: ignore[reportUnknownMemberType]
-    except Exception as error:  # transformers' and huggingface_hub's own types
-        # e.g. StrictDataclassFieldValidationError, which names the field itself.
-        raise InvalidInputError(
-            f"transformers {transformers.__version__} refuses the {model_type} config in "
-            f"{where}: {_one_line(error)}"
-        ) from None
-
-
-# Size fields that every family reads as positive integers, checked before transformers
-# sees them: some it refuses with a multi-line error, some end in a ZeroDivisionError.
-_SIZE_FIELDS = (
-    "hidden_size",
-    "num_attention_heads",
-    "num_key_value_heads",
-    "num_hidden_layers",
-    "intermediate_size",
-    "head_dim",
-    "vocab_size",
-)  # not sliding_window: published configs use null and sometimes 0 for "none"
-
-
-def _check_sizes(data: Mapping[str, object], where: str) -> None:
-    for name in _SIZE_FIELDS:
-        value = data.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInputError(
-                f"{name} in {where} must be a positive integer, got "
-                f"{type(value).__name__} {value!r}"
-            )
-    heads, kv_heads = data.get("num_attention_heads"), data.get("num_key_value_heads")
-    if isinstance(heads, int) and isinstance(kv_heads, int) and heads % kv_heads:
-        raise InvalidInputError(
-            f"num_key_value_heads ({kv_heads}) in {where} must divide num_attention_heads "
-            f"({heads}): each key/value head serves a whole group of query heads"
-        )
-
-
-def _one_line(error: BaseException) -> str:
-    """An exception as one line: its type and its message with whitespace collapsed."""
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _rope_types(data: object, path: str = "") -> list[tuple[str, str]]:
-    """Every ``rope_type`` in a config dict, with where it sits (``rope_scaling.rope_type``)."""
-    found: list[tuple[str, str]] = []
-    if isinstance(data, Mapping):
-        for key, value in cast("Mapping[object, object]", data).items():
-            where = f"{path}.{key}" if path else str(key)
-            if key in ("rope_type", "type") and isinstance(value, str) and "rope" in path:
-                found.append((where, value))
-            else:
-                found.extend(_rope_types(value, where))
-    return found
-
-
-def _build_error(error: Exception, config: PretrainedConfig) -> InvalidInputError:
-    """Why transformers could not build the model, naming the config field when it is
-    one the probe can tell (an unknown rope type)."""
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-
-    known = {"default", *ROPE_INIT_FUNCTIONS}
-    for where, value in _rope_types(config.to_dict()):
-        if value not in known:
-            return InvalidInputError(
-                f"{where} {value!r} is not a rope type transformers {transformers.__version__} "
-                f"knows ({', '.join(sorted(known))})"
-            )
-    return UnsupportedModelError(
-        f"transformers {transformers.__version__} could not build {type(config).__name__}'s "
-        f"model for the probe: {_one_line(error)}"
-    )
-
-
-def _text_config(config: PretrainedConfig) -> PretrainedConfig:
-    return config.get_text_config()  # pyright: ignore[reportUnknownMemberType]
-
-
-def _token_ids(config: PretrainedConfig) -> list[int]:
-    ids: list[int] = []
-    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
-        value: object = getattr(config, name, None)
-        if isinstance(value, int):
-            ids.append(value)
-        elif isinstance(value, (list, tuple)):
-            ids.extend(v for v in cast("list[object]", value) if isinstance(v, int))
-    return ids
-
-
-def _head_dims(data: Mapping[str, object], hidden: int, heads: int) -> frozenset[int]:
-    """Every head dim the config states (any ``*head_dim`` field, at any depth, e.g.
-    Gemma 4's per-layer overrides), or ``hidden // heads`` when it states none."""
-    found: set[int] = set()
-
-    def walk(value: object) -> None:
-        if isinstance(value, Mapping):
-            for key, item in cast("Mapping[object, object]", value).items():
-                if isinstance(key, str) and key.endswith("head_dim") and isinstance(item, int):
-                    found.add(item)
-                walk(item)
-        elif isinstance(value, (list, tuple)):
-            for item in cast("list[object]", value):
-                walk(item)
-
-    walk(data)
-    return frozenset(found or {hidden // heads})
-
-
-def _shrunk(config: PretrainedConfig, *, narrow: bool) -> PretrainedConfig:
-    """The same layer pattern, heads and head dims at a tiny intermediate size and
-    vocabulary; with ``narrow``, a tiny hidden size too (head dims are then set
-    explicitly, which not every family reads: :func:`record_sdpa_calls` checks)."""
-    # Head dims are read from the dict: configs with per-layer overrides (Gemma4)
-    # refuse getattr of a per-layer field such as head_dim.
-    data = config.to_dict()
-    heads: object = getattr(config, "num_attention_heads", None)
-    hidden: object = getattr(config, "hidden_size", None)
-    if not isinstance(heads, int) or not isinstance(hidden, int) or heads < 1:
-        raise UnsupportedModelError(
-            f"{type(config).__name__} has no num_attention_heads / hidden_size the probe can read"
-        )
-    if narrow:
-        head_dim = data.get("head_dim")
-        data["head_dim"] = head_dim if isinstance(head_dim, int) else hidden // heads
-        data["hidden_size"] = heads
-    for key in ("intermediate_size", "moe_intermediate_size"):
-        if isinstance(data.get(key), int):
-            data[key] = _SHRUNK_INTERMEDIATE
-    if (
-        isinstance(data.get("hidden_size_per_layer_input"), int)
-        and data["hidden_size_per_layer_input"]
-    ):
-        data["hidden_size_per_layer_input"] = _SHRUNK_PER_LAYER_INPUT
-    vocab = max([*_token_ids(config), 15]) + 1
-    for key in ("vocab_size", "vocab_size_per_layer_input"):
-        if isinstance(data.get(key), int):
-            data[key] = vocab
-    # use_cache stays the config's own: a plain forward reads it (merge_with_config_defaults).
-    data.pop("model_type", None)
-    try:
-        return type(config).from_dict(data)  # pyright: ignore[reportUnknownMemberType]
-    except Exception as error:  # transformers' and huggingface_hub's own types
-        raise UnsupportedModelError(
-            f"cannot shrink {type(config).__name__} for the probe: {_one_line(error)}"
-        ) from None
-
-
 def _decoder_layers(model: torch.nn.Module, num_layers: int) -> torch.nn.ModuleList:
     layers = getattr(model, "layers", None)
     if isinstance(layers, torch.nn.ModuleList) and len(layers) == num_layers:
@@ -337,20 +140,6 @@ def _layer_pre_hook(
 
 def _layer_post_hook(_module: torch.nn.Module, _args: tuple[object, ...], output: object) -> object:
     return _from_meta(output)
-
-
-@contextlib.contextmanager
-def _quiet_transformers() -> Generator[None]:
-    """transformers' log lines about the probe's own shrunk, meta-device model (e.g.
-    "Can't set head_dim", kernel fall-backs) say nothing about the caller's model."""
-    from transformers.utils import logging as hf_logging
-
-    before = hf_logging.get_verbosity()
-    hf_logging.set_verbosity(logging.CRITICAL + 1)
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(before)
 
 
 @contextlib.contextmanager
@@ -487,17 +276,21 @@ def _structured_masks(stand_ins: dict[int, _StandIn], *, enabled: bool) -> Gener
         return
     from transformers import masking_utils
 
-    mapping = cast(
-        "dict[str, Callable[..., object]]",
-        masking_utils.AttentionMaskInterface._global_mapping,  # pyright: ignore[reportUnknownMemberType]
+    # The class-wide mapping every model reads (``register`` writes to it; a fresh
+    # instance, with no local overrides, reads from it).
+    interface = masking_utils.AttentionMaskInterface
+    register = cast(
+        "Callable[[str, Callable[..., object]], None]",
+        interface.register,  # pyright: ignore[reportUnknownMemberType]
     )
+    fresh = cast("Callable[[], Mapping[str, Callable[..., object]]]", interface)
     with _MASK_LOCK:
-        original = mapping["sdpa"]
-        mapping["sdpa"] = _structured_sdpa_mask(original, stand_ins)
+        original = fresh()["sdpa"]
+        register("sdpa", _structured_sdpa_mask(original, stand_ins))
         try:
             yield
         finally:
-            mapping["sdpa"] = original
+            register("sdpa", original)
 
 
 def _attention_modules(layer: torch.nn.Module) -> list[torch.nn.Module]:
@@ -552,7 +345,7 @@ def record_sdpa_calls(
     against). Either way each mask's bytes are those transformers' own ``sdpa_mask``
     allocates for it.
     """
-    text = _text_config(config)
+    text = text_config_of(config)
     model_class = cast(
         "type[object] | None",
         MODEL_MAPPING.get(type(text), None),
@@ -568,7 +361,7 @@ def record_sdpa_calls(
             "the probe records SDPA calls, so it cannot say anything about this model's attention"
         )
     heads = int(getattr(text, "num_attention_heads", 1) or 1)
-    stated = _head_dims(text.to_dict(), int(getattr(text, "hidden_size", heads) or heads), heads)
+    stated = head_dims(text.to_dict(), int(getattr(text, "hidden_size", heads) or heads), heads)
     inputs = (input_ids, attention_mask, position_ids)
     forward = _Forward(
         training=training,
@@ -577,15 +370,15 @@ def record_sdpa_calls(
         progress=progress,
         dense_masks=dense_masks,
     )
-    with _quiet_transformers():
+    with quiet_transformers():
         try:
-            run = _run_once(_shrunk(text, narrow=True), text, dtype, inputs, forward)
+            run = _run_once(shrunk_config(text, narrow=True), text, dtype, inputs, forward)
         except _Refused:
             raise
         except UnsupportedModelError:
             run = None
         if run is None or not {c.query_shape[3] for c in run.calls} <= stated:
-            run = _run_once(_shrunk(text, narrow=False), text, dtype, inputs, forward)
+            run = _run_once(shrunk_config(text, narrow=False), text, dtype, inputs, forward)
     if not run.calls:
         raise UnsupportedModelError(
             f"{run.architecture} made no scaled_dot_product_attention call "
@@ -599,8 +392,8 @@ def _sdpa_refusal(text: PretrainedConfig) -> str:
     """transformers' own reason for refusing SDPA, read by asking it to build the
     (shrunk, meta-device) model: ``": transformers says ..."``, or empty."""
     try:
-        shrunk = _shrunk(text, narrow=True)
-        with _quiet_transformers(), torch.device("meta"):
+        shrunk = shrunk_config(text, narrow=True)
+        with quiet_transformers(), torch.device("meta"):
             transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
                 shrunk, attn_implementation="sdpa"
             )
@@ -687,16 +480,12 @@ def _run_once(
         return _build_and_run(shrunk, text, torch_dtype, inputs, forward, bar=bar, structured=False)
 
 
-def _build_and_run(
-    shrunk: PretrainedConfig,
-    text: PretrainedConfig,
-    torch_dtype: torch.dtype,
-    inputs: _Inputs,
-    forward: _Forward,
-    *,
-    bar: tqdm.tqdm[NoReturn],
-    structured: bool = True,
-) -> RecordedRun:
+def _build_model(
+    shrunk: PretrainedConfig, text: PretrainedConfig, torch_dtype: torch.dtype
+) -> tuple[torch.nn.Module, torch.nn.ModuleList]:
+    """The model on the meta device and its decoder layers; everything but the layers
+    is moved to the CPU and initialised (the embeddings, rotary tables and norms run
+    for real)."""
     num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
     try:
         with torch.device("meta"):
@@ -707,47 +496,69 @@ def _build_and_run(
                 ),
             )
     except Exception as error:  # whatever the config made transformers raise
-        raise _build_error(error, text) from None
+        raise build_error(error, text) from None
     layers = _decoder_layers(model, num_layers)
-    init_weights = cast("Callable[[torch.nn.Module], None]", model._init_weights)
+    # transformers' initialiser of one module has no public name (``init_weights``
+    # initialises the whole model, meta-device layers included).
+    init_weights = cast(
+        "Callable[[torch.nn.Module], None]",
+        getattr(model, "_init_weights"),  # noqa: B009  (a protected member, read as such)
+    )
     for child in model.children():
         if child is layers:
             continue
         child.to_empty(device="cpu")
         for sub in child.modules():
             init_weights(sub)
-    current: list[torch.nn.Module] = []
+    return model, layers
+
+
+def _hook_layers(
+    layers: torch.nn.ModuleList, current: list[torch.nn.Module], bar: tqdm.tqdm[NoReturn]
+) -> list[torch.utils.hooks.RemovableHandle]:
+    """Hooks that run each layer on the meta device, advance ``bar`` once per layer,
+    and keep the attention module that is running last in ``current``."""
     handles: list[torch.utils.hooks.RemovableHandle] = []
 
     def advance(_module: torch.nn.Module, _args: tuple[object, ...], _out: object) -> None:
         bar.update()
+
+    def enter(module: torch.nn.Module, _args: tuple[object, ...]) -> None:
+        current.append(module)
+
+    def leave(_module: torch.nn.Module, _args: tuple[object, ...], _out: object) -> None:
+        if current:
+            current.pop()
 
     for layer in layers:
         handles.append(layer.register_forward_pre_hook(_layer_pre_hook, with_kwargs=True))
         handles.append(layer.register_forward_hook(_layer_post_hook))
         handles.append(layer.register_forward_hook(advance))
         for attention in _attention_modules(layer):
-
-            def enter(module: torch.nn.Module, _args: tuple[object, ...]) -> None:
-                current.append(module)
-
-            def leave(_module: torch.nn.Module, _args: tuple[object, ...], _out: object) -> None:
-                if current:
-                    current.pop()
-
             handles.append(attention.register_forward_pre_hook(enter))
             handles.append(attention.register_forward_hook(leave))
+    return handles
 
-    calls: list[RawCall] = []
-    stand_ins: dict[int, _StandIn] = {}
-    thread = threading.get_ident()
-    original: list[Callable[..., torch.Tensor]] = []
-    kept: dict[int, torch.Tensor] = {}
-    mask_ids: dict[tuple[object, ...], int] = {}
-    layer_types: list[object] = list(getattr(shrunk, "layer_types", None) or [])
-    model_window: object = getattr(shrunk, "sliding_window", None)
+
+class _Recorder:
+    """What stands in for SDPA during the probe's forward: :meth:`record` keeps each
+    call an attention module of this thread makes (and each distinct mask it passes)
+    and returns an empty output; any other call goes to the real SDPA."""
+
+    def __init__(self, shrunk: PretrainedConfig, current: list[torch.nn.Module]) -> None:
+        self.current = current
+        self.calls: list[RawCall] = []
+        self.kept: dict[int, torch.Tensor] = {}
+        """``mask_id`` -> the mask tensor SDPA got."""
+        self.original: list[Callable[..., torch.Tensor]] = []
+        """The real SDPA, once :func:`_recording_sdpa` has swapped :meth:`record` in."""
+        self.thread = threading.get_ident()
+        self.mask_ids: dict[tuple[object, ...], int] = {}
+        self.layer_types: list[object] = list(getattr(shrunk, "layer_types", None) or [])
+        self.model_window: object = getattr(shrunk, "sliding_window", None)
 
     def record(  # noqa: PLR0917  (torch's own signature)
+        self,
         query: torch.Tensor,
         key: torch.Tensor,
         value: torch.Tensor,
@@ -757,9 +568,9 @@ def _build_and_run(
         scale: float | None = None,
         enable_gqa: bool = False,
     ) -> torch.Tensor:
-        if threading.get_ident() != thread or not current:
+        if threading.get_ident() != self.thread or not self.current:
             # Another thread's call, or one outside an attention module: not ours.
-            return original[0](
+            return self.original[0](
                 query,
                 key,
                 value,
@@ -769,35 +580,14 @@ def _build_and_run(
                 scale=scale,
                 enable_gqa=enable_gqa,
             )
-        module = current[-1]
-        index = int(getattr(module, "layer_idx", -1))
-        layer_type: object = getattr(module, "layer_type", None)
-        window: object = getattr(module, "sliding_window", None)
-        if not isinstance(layer_type, str):
-            if 0 <= index < len(layer_types):
-                layer_type = layer_types[index]
-            elif isinstance(model_window, int):
-                # One window for every layer (Mistral): no layer_types in the config.
-                layer_type, window = "sliding_attention", model_window
-            else:
-                layer_type = "full_attention"
-        mask_id: int | None = None
-        if attn_mask is not None:
-            if attn_mask.is_meta:
-                raise UnsupportedModelError("the attention mask reached SDPA without values")
-            identity = (
-                attn_mask.data_ptr(),
-                tuple(attn_mask.shape),
-                attn_mask.stride(),
-                attn_mask.dtype,
-            )
-            mask_id = mask_ids.setdefault(identity, len(mask_ids))
-            kept.setdefault(mask_id, attn_mask)
-        calls.append(
+        module = self.current[-1]
+        layer_type, window = self.layer_type(module)
+        mask_id = None if attn_mask is None else self.mask_id(attn_mask)
+        self.calls.append(
             RawCall(
-                layer_index=index,
-                layer_type=str(layer_type),
-                sliding_window=window if isinstance(window, int) else None,
+                layer_index=int(getattr(module, "layer_idx", -1)),
+                layer_type=layer_type,
+                sliding_window=window,
                 kv_groups=int(getattr(module, "num_key_value_groups", 1) or 1),
                 query_shape=_shape4(query),
                 key_shape=_shape4(key),
@@ -814,6 +604,48 @@ def _build_and_run(
         out_shape = (*query.shape[:-1], value.shape[-1])
         return torch.empty(out_shape, dtype=query.dtype, device=query.device)
 
+    def layer_type(self, module: torch.nn.Module) -> tuple[str, int | None]:
+        """The attention module's layer type and sliding window (``None``: none)."""
+        index = int(getattr(module, "layer_idx", -1))
+        layer_type: object = getattr(module, "layer_type", None)
+        window: object = getattr(module, "sliding_window", None)
+        if not isinstance(layer_type, str):
+            if 0 <= index < len(self.layer_types):
+                layer_type = self.layer_types[index]
+            elif isinstance(self.model_window, int):
+                # One window for every layer (Mistral): no layer_types in the config.
+                layer_type, window = "sliding_attention", self.model_window
+            else:
+                layer_type = "full_attention"
+        return str(layer_type), window if isinstance(window, int) else None
+
+    def mask_id(self, attn_mask: torch.Tensor) -> int:
+        """The mask's id: one per distinct tensor (storage, shape, strides, dtype)."""
+        if attn_mask.is_meta:
+            raise UnsupportedModelError("the attention mask reached SDPA without values")
+        identity = (
+            attn_mask.data_ptr(),
+            tuple(attn_mask.shape),
+            attn_mask.stride(),
+            attn_mask.dtype,
+        )
+        mask_id = self.mask_ids.setdefault(identity, len(self.mask_ids))
+        self.kept.setdefault(mask_id, attn_mask)
+        return mask_id
+
+
+def _forward(
+    model: torch.nn.Module,
+    inputs: _Inputs,
+    forward: _Forward,
+    handles: list[torch.utils.hooks.RemovableHandle],
+    *,
+    recorder: _Recorder,
+    stand_ins: dict[int, _StandIn],
+    structured: bool,
+) -> object:
+    """The caller's forward, with :meth:`_Recorder.record` as SDPA (and, when
+    ``structured``, stand-in masks); the hooks are removed after it."""
     input_ids, attention_mask, position_ids = inputs
     ids = torch.as_tensor(input_ids)
     mask = None if attention_mask is None else torch.as_tensor(attention_mask)
@@ -829,11 +661,12 @@ def _build_and_run(
         # (merge_with_config_defaults, GradientCheckpointingLayer) read is_grad_enabled().
         with (
             torch.set_grad_enabled(forward.training),
-            _recording_sdpa(record, original),
+            _recording_sdpa(recorder.record, recorder.original),
             _structured_masks(stand_ins, enabled=structured),
         ):
-            output: object = model(
-                input_ids=ids, attention_mask=mask, position_ids=positions, **extra
+            return cast(
+                "object",
+                model(input_ids=ids, attention_mask=mask, position_ids=positions, **extra),
             )
     except UnsupportedModelError:
         raise
@@ -845,6 +678,13 @@ def _build_and_run(
     finally:
         for handle in handles:
             handle.remove()
+
+
+def _read_masks(
+    kept: Mapping[int, torch.Tensor], stand_ins: Mapping[int, _StandIn]
+) -> tuple[dict[int, npt.NDArray[np.bool_] | RowIntervals], dict[int, int], frozenset[int]]:
+    """Each kept mask read (as the stand-in's row intervals, or dense), its bytes, and
+    the ids of the masks whose heads differ."""
     masks: dict[int, npt.NDArray[np.bool_] | RowIntervals] = {}
     sizes: dict[int, int] = {}
     differ: set[int] = set()
@@ -861,13 +701,41 @@ def _build_and_run(
         sizes[mask_id] = int(tensor.untyped_storage().nbytes())
         if heads_differ:
             differ.add(mask_id)
+    return masks, sizes, frozenset(differ)
+
+
+def _build_and_run(
+    shrunk: PretrainedConfig,
+    text: PretrainedConfig,
+    torch_dtype: torch.dtype,
+    inputs: _Inputs,
+    forward: _Forward,
+    *,
+    bar: tqdm.tqdm[NoReturn],
+    structured: bool = True,
+) -> RecordedRun:
+    model, layers = _build_model(shrunk, text, torch_dtype)
+    current: list[torch.nn.Module] = []
+    handles = _hook_layers(layers, current, bar)
+    recorder = _Recorder(shrunk, current)
+    stand_ins: dict[int, _StandIn] = {}
+    output = _forward(
+        model,
+        inputs,
+        forward,
+        handles,
+        recorder=recorder,
+        stand_ins=stand_ins,
+        structured=structured,
+    )
+    masks, sizes, differ = _read_masks(recorder.kept, stand_ins)
     return RecordedRun(
         model_type=str(text.model_type),
         architecture=type(model).__name__,
-        calls=tuple(calls),
+        calls=tuple(recorder.calls),
         masks=masks,
         mask_bytes=sizes,
-        heads_differ=frozenset(differ),
+        heads_differ=differ,
         kv_cache=_returned_cache(output),
     )
 

@@ -1,5 +1,3 @@
-# pyright: reportPrivateUsage=false
-# (issue 22: still to fold, a private name used outside its module or class)
 """The mask probe: which attention layers keep SDPA's fast path, without weights or a GPU.
 
 SDPA's backend choice and transformers' mask construction depend on shapes, dtype
@@ -35,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise._extras import Extra, requires
-from probewise._validation import non_negative, positive
+from probewise._validation import non_negative, positive, true_or_false
 from probewise.errors import (
     CrossDocumentAttentionError,
     FastPathLostError,
@@ -51,12 +49,14 @@ from probewise.throughput.attention.sdpa import (
     MaskKind,
     SdpaBackend,
     SdpaCall,
-    _to_capability,
+    as_capability,
     predict_backend,
 )
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
+
+    from probewise.throughput.attention._recorder import RawCall, RecordedRun
 
 _E = TypeVar("_E", bound=enum.Enum)
 
@@ -172,13 +172,6 @@ def _packing(value: Packing) -> Packing:
     return _as_enum(value, Packing, "packing")
 
 
-def _bool(_instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
-    if not isinstance(value, bool):
-        raise InvalidInputError(
-            f"{attribute.name} must be True or False, got {type(value).__name__} {value!r}"
-        )
-
-
 def _optional_bool(
     _instance: object, attribute: attrs.Attribute[bool | None], value: object
 ) -> None:
@@ -252,7 +245,7 @@ class MaskScenario:
     )
     """With packing: the document lengths of every row, in order (they sum to
     ``seq_len``). Default: four equal documents."""
-    training: bool = attrs.field(default=True, validator=_bool)
+    training: bool = attrs.field(default=True, validator=true_or_false)
     """A training forward: ``model.train()`` with gradients on (dropout as configured;
     backward rules for the predictor). ``False``: ``model.eval()`` under ``no_grad``."""
     use_cache: bool | None = attrs.field(default=None, validator=_optional_bool)
@@ -261,7 +254,7 @@ class MaskScenario:
     default for Llama, Mistral, Qwen and Gemma). When it is in effect, transformers
     builds a ``DynamicCache`` and then skips packed-sequence detection, so packed
     documents attend to each other (see the attention-preflight how-to)."""
-    gradient_checkpointing: bool = attrs.field(default=False, validator=_bool)
+    gradient_checkpointing: bool = attrs.field(default=False, validator=true_or_false)
     """Activation (gradient) checkpointing enabled on the model. In a training forward
     transformers then turns ``use_cache`` off (``merge_with_config_defaults``), so no
     cache is built; in an inference forward it changes nothing."""
@@ -640,15 +633,18 @@ def _probe(
     if not isinstance(cast("object", scenario), MaskScenario):
         raise InvalidInputError(f"scenario must be a MaskScenario, got {type(scenario).__name__}")
     attention_dtype = AttentionDtype.parse(dtype)
-    capability = _to_capability(capability)  # before the probe runs, not after
+    capability = as_capability(capability)  # before the probe runs, not after
     with requires(Extra.TORCH, "probe_masks"):
-        from probewise.throughput.attention import _recorder as _mask_recorder
+        # _recorder first: it imports torch before transformers, so a missing torch
+        # is the one named (as it was before the config loader had its own module).
+        from probewise.throughput.attention import _recorder
+        from probewise.throughput.attention._config import load_config
 
-    loaded = _mask_recorder.load_config(
+    loaded = load_config(
         cast("PretrainedConfig | str | Path | Mapping[str, object]", _resolve_config(config))
     )
     input_ids, attention, positions = _inputs(scenario)
-    run = _mask_recorder.record_sdpa_calls(
+    run = _recorder.record_sdpa_calls(
         loaded,
         dtype=attention_dtype.value,
         input_ids=input_ids,
@@ -660,69 +656,8 @@ def _probe(
         progress=progress,
         dense_masks=dense_masks,
     )
-    bands: dict[int, Band] = {}
-    crossing: dict[int, bool] = {}
-    layers: list[LayerAttention] = []
-    packed = scenario.packing is not Packing.NONE
-    for raw in run.calls:
-        batch, query_heads, query_length, head_dim = raw.query_shape
-        if raw.mask_id is None:
-            band = Band(kind=BandKind.NONE)
-            mask_kind = MaskKind.NONE
-            cross = (len(scenario.documents) > 1) if packed else None
-            mask_bytes = 0
-        else:
-            mask_id = raw.mask_id
-            if mask_id not in bands:
-                band = analyse_band(run.masks[mask_id])
-                if mask_id in run.heads_differ:
-                    band = Band(
-                        kind=BandKind.OTHER,
-                        padding_columns=band.padding_columns,
-                        masked_rows=band.masked_rows,
-                        allowed_share=band.allowed_share,
-                    )
-                bands[mask_id] = band
-                if packed:
-                    crossing[mask_id] = crosses_documents(run.masks[mask_id], scenario.documents)
-            band = bands[mask_id]
-            mask_kind = MaskKind.BOOLEAN if raw.mask_dtype_bool else MaskKind.ADDITIVE
-            cross = crossing[mask_id] if packed else None
-            mask_bytes = run.mask_bytes[mask_id]
-        call = _call(
-            batch=batch,
-            query_heads=query_heads,
-            kv_heads=raw.key_shape[1],
-            query_length=query_length,
-            kv_length=raw.key_shape[2],
-            head_dim=head_dim,
-            value_head_dim=raw.value_shape[3],
-            dtype=AttentionDtype.parse(raw.dtype),
-            mask=mask_kind,
-            mask_shape=raw.mask_shape,
-            is_causal=raw.is_causal,
-            dropout=raw.dropout,
-            enable_gqa=raw.enable_gqa,
-            requires_grad=scenario.training,
-        )
-        if raw.kv_groups > 1:
-            gqa = GqaHandling.NATIVE if raw.enable_gqa else GqaHandling.REPEATED
-        else:
-            gqa = GqaHandling.NONE
-        layers.append(
-            LayerAttention(
-                index=raw.layer_index,
-                layer_type=raw.layer_type,
-                sliding_window=raw.sliding_window,
-                call=call,
-                kv_heads=max(1, query_heads // raw.kv_groups),
-                gqa=gqa,
-                band=band,
-                mask_bytes=mask_bytes,
-                cross_document=cross,
-                prediction=predict_backend(call, capability=capability),
-            )
-        )
+    masks = _MaskReader(run, scenario)
+    layers = [_layer(raw, masks, scenario, capability) for raw in run.calls]
     import transformers
 
     return MaskReport(
@@ -735,4 +670,98 @@ def _probe(
         mask_bytes=sum(run.mask_bytes.values()),
         transformers_version=str(transformers.__version__),
         kv_cache=run.kv_cache,
+    )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class _MaskRead:
+    """What one SDPA call's mask is: its band, kind, bytes and whether it lets packed
+    documents attend each other (``None`` without packing)."""
+
+    band: Band
+    kind: MaskKind
+    mask_bytes: int
+    cross_document: bool | None
+
+
+class _MaskReader:
+    """Reads each distinct mask of a recorded run once (many layers share one)."""
+
+    def __init__(self, run: RecordedRun, scenario: MaskScenario) -> None:
+        self.run = run
+        self.scenario = scenario
+        self.packed = scenario.packing is not Packing.NONE
+        self.bands: dict[int, Band] = {}
+        self.crossing: dict[int, bool] = {}
+
+    def read(self, raw: RawCall) -> _MaskRead:
+        """The mask ``raw`` passed to SDPA (or its absence), read."""
+        run, scenario, packed = self.run, self.scenario, self.packed
+        if raw.mask_id is None:
+            cross = (len(scenario.documents) > 1) if packed else None
+            return _MaskRead(
+                band=Band(kind=BandKind.NONE),
+                kind=MaskKind.NONE,
+                mask_bytes=0,
+                cross_document=cross,
+            )
+        mask_id = raw.mask_id
+        if mask_id not in self.bands:
+            band = analyse_band(run.masks[mask_id])
+            if mask_id in run.heads_differ:
+                band = Band(
+                    kind=BandKind.OTHER,
+                    padding_columns=band.padding_columns,
+                    masked_rows=band.masked_rows,
+                    allowed_share=band.allowed_share,
+                )
+            self.bands[mask_id] = band
+            if packed:
+                self.crossing[mask_id] = crosses_documents(run.masks[mask_id], scenario.documents)
+        return _MaskRead(
+            band=self.bands[mask_id],
+            kind=MaskKind.BOOLEAN if raw.mask_dtype_bool else MaskKind.ADDITIVE,
+            mask_bytes=run.mask_bytes[mask_id],
+            cross_document=self.crossing[mask_id] if packed else None,
+        )
+
+
+def _layer(
+    raw: RawCall, masks: _MaskReader, scenario: MaskScenario, capability: tuple[int, int]
+) -> LayerAttention:
+    """One recorded SDPA call as a :class:`LayerAttention`, with its predicted backend."""
+    read = masks.read(raw)
+    batch, query_heads, query_length, head_dim = raw.query_shape
+    call = _call(
+        batch=batch,
+        query_heads=query_heads,
+        kv_heads=raw.key_shape[1],
+        query_length=query_length,
+        kv_length=raw.key_shape[2],
+        head_dim=head_dim,
+        value_head_dim=raw.value_shape[3],
+        dtype=AttentionDtype.parse(raw.dtype),
+        mask=read.kind,
+        mask_shape=raw.mask_shape,
+        is_causal=raw.is_causal,
+        dropout=raw.dropout,
+        enable_gqa=raw.enable_gqa,
+        requires_grad=scenario.training,
+    )
+    if raw.kv_groups > 1:
+        gqa = GqaHandling.NATIVE if raw.enable_gqa else GqaHandling.REPEATED
+    else:
+        gqa = GqaHandling.NONE
+    return LayerAttention(
+        index=raw.layer_index,
+        layer_type=raw.layer_type,
+        sliding_window=raw.sliding_window,
+        call=call,
+        kv_heads=max(1, query_heads // raw.kv_groups),
+        gqa=gqa,
+        band=read.band,
+        mask_bytes=read.mask_bytes,
+        cross_document=read.cross_document,
+        prediction=predict_backend(call, capability=capability),
     )

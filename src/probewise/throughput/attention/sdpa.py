@@ -4,78 +4,12 @@ A mask probe records each SDPA call a model makes (shapes, dtype, mask, flags) a
 :class:`SdpaCall`; :func:`predict_backend` says which of torch's CUDA backends (flash,
 memory-efficient, cuDNN, math) that call would get on a GPU of a given compute
 capability, and, for every backend, each rule that rules it out. No torch API answers
-this without a GPU (on a CPU wheel ``torch.backends.cuda.can_use_*_attention`` return
-``False`` for everything), so this module re-implements torch's published selection
-rules in pure Python. It never imports torch.
+this without a GPU, so this module re-implements torch's published selection rules in
+pure Python. It never imports torch.
 
-Source read
------------
-torch 2.13.0 (the installed wheel reports ``git_version``
-``cf30153c4c131c8164ee7798e5022d810682e2cb``); the C++ source is not on disk, and the
-stored copies of the files below are not at that commit, so the rules were read from
-the nearest stored versions of ``pytorch/pytorch``:
-
-- ``aten/src/ATen/native/transformers/cuda/sdp_utils.cpp`` at
-  ``001f694aef6f922b4fdf6d27d59162d27bf3df58`` (the newest stored; ``main`` after
-  2026-07-25, *newer* than 2.13): ``select_sdp_backend``, ``priority_order``,
-  ``check_prefer_cudnn_attention``, ``can_use_flash_attention``,
-  ``can_use_mem_efficient_attention``, ``can_use_cudnn_attention`` and their checks;
-- ``aten/src/ATen/native/transformers/sdp_utils_cpp.h`` (stored at
-  ``0119c2052192720d6fe53677e485675727edb8c4``, older than 2.13, and a newer copy
-  with ``check_grouped_query_attention<requires_same_num_heads>``; the 2.13 wheel's
-  ``libtorch_cpu.so`` holds that newer version's message "The number of heads in
-  key/value must divide number of heads in query.");
-- ``aten/src/ATen/native/transformers/sdp_utils_cpp.cpp`` at
-  ``02315a42ce3ea4b67cbecac2696552f95f24fec8`` and ``attention.cpp``
-  (``scaled_dot_product_attention``: the backend is chosen on the mask as passed,
-  before a boolean mask is converted, so boolean and additive masks choose alike).
-
-Where ``001f694a`` is newer than 2.13, 2.13 is followed: pull request #191085
-(2026-07-25) gave the memory-efficient kernel GQA (``supports_gqa=true``) and let all
-fused kernels take an implicit multi-query broadcast (``kv_heads == 1`` without
-``enable_gqa``, the ``supports_mqa`` template argument). The 2.13 wheel predates it:
-its CPU ``torch._fused_sdp_choice`` sends ``(q: 8 heads, k/v: 1 head)`` without
-``enable_gqa`` to math, which that change would not. So here the memory-efficient
-kernel needs ``query_heads == kv_heads``, and every fused kernel needs equal heads
-unless ``enable_gqa`` is set (flash and cuDNN then take any divisor). The default
-priority order is the 2.13 wheel's own, ``torch._C._get_sdp_priority_order() ==
-[flash, efficient, math, cudnn, overrideable]``. Every other rule of ``001f694a`` is
-taken to be 2.13's; that could not be checked line by line (the cuDNN preference
-for cuDNN > 9.15.0, the [sm80, sm121] ranges, the cuDNN d=256 and sm107 rules are the
-recent ones). ``benchmarks/sdpa_agreement.py`` checks all of it against a real GPU.
-
-Assumptions
------------
-What the probe cannot see is fixed, or, where cheap, a field of
-:class:`SdpaEnvironment`:
-
-- a CUDA (not ROCm) build compiled with flash, memory-efficient and cuDNN attention
-  (``USE_FLASH_ATTENTION``, ``USE_MEM_EFF_ATTENTION``, ``AT_CUDNN_ENABLED``), as the
-  official wheels are; FA3 off (``torch.backends.cuda`` default);
-- every ``torch.backends.cuda.enable_*_sdp`` flag at its default (all on), no
-  ``sdpa_kernel`` context or custom priority order, deterministic algorithms off
-  (``check_cudnn_deterministic``), and ``TORCH_CUDNN_SDPA_DEPRIORITIZED`` unset unless
-  :attr:`SdpaEnvironment.cudnn_deprioritized` says so;
-- the cuDNN runtime version (default 9.20.0, what the PyPI torch 2.13.0 wheel pins:
-  ``nvidia-cudnn-cu13==9.20.0.48``, a CUDA 13.0 build), the CUDA toolkit version and
-  whether the bundled cuDNN frontend is at least 1.24 (pytorch/pytorch#185554 moved
-  the submodule to 1.24 in June 2026) come from :class:`SdpaEnvironment`;
-- dense (not nested) 4-D CUDA tensors whose last dimension has stride 1 (mask
-  included), storage offsets aligned for the memory-efficient kernel
-  (``check_data_ptr_alignment_mem_efficient``), key and value with the same number of
-  heads, and a mask that does not require grad. ``check_tensor_shapes``,
-  ``check_all_tensors_on_device``, ``check_runtime_disabled_*``,
-  ``check_for_nested_inputs``, ``check_nonzero_sequence_lengths_dense`` and
-  ``check_last_dim_stride_equals_1_dense`` therefore always pass and are not
-  evaluated.
-
-Reasons
--------
-Each backend's :class:`BackendRuling` lists *every* rule that rules it out, in the
-order torch checks them (torch stops at the first, so the first reason is the one its
-debug warnings would print). Each reason starts with the backend's value, e.g.
-``"flash: attn_mask is not None"``. The C++ function behind each rule is named in a
-comment beside it.
+The specification it implements (the torch sources read, at which commits, the
+assumptions about what the probe cannot see, and how reasons are written) is
+docs/reference/sdpa.md. The C++ function behind each rule is named in a comment beside it.
 """
 
 from __future__ import annotations
@@ -87,7 +21,7 @@ from typing import Final, assert_never, final
 
 import attrs
 
-from probewise._validation import checked_type, positive
+from probewise._validation import checked_type, positive, strict_int
 from probewise.errors import InvalidInputError
 from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
 
@@ -219,11 +153,6 @@ def _is_sequence(value: object) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
-def _strict_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if not _is_int(value):
-        raise InvalidInputError(f"{attribute.name} must be an int, got {type(value).__name__}")
-
-
 def _strict_bool(_instance: object, attribute: attrs.Attribute[bool], value: bool) -> None:
     if type(value) is not bool:
         raise InvalidInputError(f"{attribute.name} must be a bool, got {type(value).__name__}")
@@ -269,7 +198,8 @@ def _pair(name: str, value: Sequence[int]) -> tuple[int, int]:
     return (major, minor)
 
 
-def _to_capability(value: Sequence[int]) -> tuple[int, int]:
+def as_capability(value: Sequence[int]) -> tuple[int, int]:
+    """A GPU's compute capability as a ``(major, minor)`` pair, checked."""
     return _pair("capability", value)
 
 
@@ -341,19 +271,19 @@ class SdpaCall:
     error, so it is an :class:`~probewise.errors.InvalidInputError` here.
     """
 
-    batch: int = attrs.field(validator=[_strict_int, positive])
+    batch: int = attrs.field(validator=[strict_int, positive])
     """Batch size (query dim 0; key and value must match)."""
-    query_heads: int = attrs.field(validator=[_strict_int, positive])
+    query_heads: int = attrs.field(validator=[strict_int, positive])
     """Query heads (query dim 1)."""
-    kv_heads: int = attrs.field(validator=[_strict_int, positive])
+    kv_heads: int = attrs.field(validator=[strict_int, positive])
     """Key and value heads (dim 1 of both)."""
-    query_length: int = attrs.field(validator=[_strict_int, positive])
+    query_length: int = attrs.field(validator=[strict_int, positive])
     """Query sequence length (query dim 2)."""
-    kv_length: int = attrs.field(validator=[_strict_int, positive])
+    kv_length: int = attrs.field(validator=[strict_int, positive])
     """Key/value sequence length (dim 2 of key and value)."""
-    head_dim: int = attrs.field(validator=[_strict_int, positive])
+    head_dim: int = attrs.field(validator=[strict_int, positive])
     """Query/key last dim."""
-    value_head_dim: int = attrs.field(validator=[_strict_int, positive])
+    value_head_dim: int = attrs.field(validator=[strict_int, positive])
     """Value last dim."""
     dtype: AttentionDtype = attrs.field(converter=_to_dtype)
     """Query, key and value dtype (a spelling such as ``"bf16"`` is parsed)."""
@@ -486,7 +416,7 @@ class BackendPrediction:
     """The one torch would pick: the first usable in :attr:`rulings`' order."""
     rulings: tuple[BackendRuling, ...] = attrs.field(validator=_ruling_tuple)
     """One per backend, in torch's priority order for this GPU and environment."""
-    capability: tuple[int, int] = attrs.field(converter=_to_capability)
+    capability: tuple[int, int] = attrs.field(converter=as_capability)
     """The GPU's compute capability, ``(major, minor)``."""
     rules_version: str = attrs.field(validator=checked_type(str))
     """The torch version (and source commit) whose rules were applied."""
@@ -844,7 +774,7 @@ def predict_backend(
         raise InvalidInputError(
             f"environment must be an SdpaEnvironment, got {type(environment).__name__}"
         )
-    capability = _to_capability(capability)
+    capability = as_capability(capability)
     rulings: list[BackendRuling] = []
     for backend in _priority_order(capability, environment):
         reasons = _reasons(backend, call, capability, environment)

@@ -1,5 +1,3 @@
-# pyright: reportPrivateUsage=false
-# (issue 22: still to fold, a private name used outside its module or class)
 """The live-storage tracker behind :func:`probewise.throughput.measure_bytes_per_logit`.
 
 Imported only when a measurement runs, so that ``import probewise`` does not import
@@ -18,15 +16,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from probewise.errors import InvalidInputError
+from probewise.throughput._torch_logits import random_logits
 from probewise.throughput.data.lengths import LogitsDtype
 
-__all__ = ["TORCH_DTYPES", "peak_once", "random_logits"]
-
-TORCH_DTYPES: dict[LogitsDtype, torch.dtype] = {
-    LogitsDtype.FLOAT32: torch.float32,
-    LogitsDtype.BFLOAT16: torch.bfloat16,
-    LogitsDtype.FLOAT16: torch.float16,
-}
+__all__ = ["peak_once"]
 
 
 class _LiveBytes(TorchDispatchMode):
@@ -75,7 +68,7 @@ class _LiveBytes(TorchDispatchMode):
 
     def __torch_dispatch__(
         self,
-        func: torch._ops.OpOverload,
+        func: Callable[..., object],  # a torch OpOverload (no public name for its type)
         types: tuple[type, ...],
         args: tuple[object, ...] = (),
         kwargs: dict[str, object] | None = None,
@@ -85,26 +78,6 @@ class _LiveBytes(TorchDispatchMode):
             if isinstance(leaf, torch.Tensor):
                 self.track(leaf)
         return out
-
-
-def random_logits(
-    shape: tuple[int, int, int],
-    dtype: LogitsDtype,
-    *,
-    seed: int,
-    device: str = "cpu",
-    requires_grad: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Seeded random ``(batch, tokens, vocab)`` logits (a leaf) and int64 labels for them."""
-    batch, tokens, vocab_size = shape
-    generator = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, vocab_size, (batch, tokens), generator=generator).to(device)
-    logits = (
-        torch.randn(shape, generator=generator)
-        .to(device=device, dtype=TORCH_DTYPES[dtype])
-        .requires_grad_(requires_grad)
-    )
-    return logits, labels
 
 
 def peak_once(

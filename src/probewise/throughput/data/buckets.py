@@ -43,7 +43,7 @@ import numpy.typing as npt
 from probewise._validation import non_negative, optional_share, share
 from probewise.errors import InvalidInputError, SweepNoOpError
 from probewise.throughput.data._checks import read_only
-from probewise.throughput.data._length_input import MAX_LENGTH, LengthInput
+from probewise.throughput.data.length_input import MAX_LENGTH, LengthInput
 from probewise.throughput.data.lengths import Lengths, exact_dot, lengths_array
 
 __all__ = [
@@ -470,6 +470,21 @@ def _same_under_other_seeds(
     return True
 
 
+def _bucket_sizes(bucket_sizes: Sequence[int]) -> list[int]:
+    """The bucket sizes to sweep: ints, at least one, each >= 1, no repeats."""
+    try:
+        sizes = [operator.index(s) for s in bucket_sizes]
+    except TypeError:
+        raise InvalidInputError("bucket sizes must be ints") from None
+    if not sizes:
+        raise InvalidInputError("bucket_sizes is empty: give at least one bucket size")
+    if any(s < 1 for s in sizes):
+        raise InvalidInputError(f"bucket sizes must be >= 1, got {sizes}")
+    if len(set(sizes)) != len(sizes):
+        raise InvalidInputError(f"bucket sizes repeat: {sizes}")
+    return sizes
+
+
 def sweep_buckets(
     lengths: Lengths,
     *,
@@ -508,16 +523,7 @@ def sweep_buckets(
         InvalidInputError / LengthInputError: bad arguments or lengths.
     """
     _check_batch_size(batch_size)
-    try:
-        sizes = [operator.index(s) for s in bucket_sizes]
-    except TypeError:
-        raise InvalidInputError("bucket sizes must be ints") from None
-    if not sizes:
-        raise InvalidInputError("bucket_sizes is empty: give at least one bucket size")
-    if any(s < 1 for s in sizes):
-        raise InvalidInputError(f"bucket sizes must be >= 1, got {sizes}")
-    if len(set(sizes)) != len(sizes):
-        raise InvalidInputError(f"bucket sizes repeat: {sizes}")
+    sizes = _bucket_sizes(bucket_sizes)
     values = lengths_array(lengths)
     codes, n_sources = _source_codes(sources, lengths, values.size)
 

@@ -37,10 +37,17 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from probewise._validation import finite, non_negative, optional_positive, positive
+from probewise._validation import (
+    MAX_LENGTH,
+    finite,
+    non_negative,
+    optional_positive,
+    positive,
+    shown_int,
+)
 from probewise.errors import InvalidInputError, LengthInputError
 from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
-from probewise.throughput.data._length_input import MAX_LENGTH, LengthInput, as_lengths, shown_int
+from probewise.throughput.data.length_input import LengthInput, as_lengths
 
 __all__ = [
     "MAX_BINS_PER_OCTAVE",

@@ -374,7 +374,7 @@ def time_loss(
     for name, value in (("vocab_size", vocab_size), ("tokens", tokens), ("batch", batch)):
         if value < 1:
             raise InvalidInputError(f"{name} must be >= 1, got {value}")
-    from probewise.throughput.data._ce_tracker import random_logits
+    from probewise.throughput._torch_logits import random_logits
 
     dtype = LogitsDtype.parse(logits_dtype)
     logits, labels = random_logits(

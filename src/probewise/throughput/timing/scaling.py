@@ -31,8 +31,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise._validation import length_int
 from probewise.errors import InsufficientPointsError, InvalidInputError
-from probewise.throughput.data._length_input import MAX_LENGTH, shown_int
 
 __all__ = [
     "ExtrapolationWarning",
@@ -98,17 +98,6 @@ class Terms(NamedTuple):
                 return self.fixed
 
 
-def _positive_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidInputError(f"{attribute.name} must be an int, got a {type(value).__name__}")
-    if value < 1:
-        raise InvalidInputError(f"{attribute.name} must be >= 1, got {shown_int(int(value))}")
-    if value > MAX_LENGTH:
-        raise InvalidInputError(
-            f"{attribute.name} must be at most 2**40, got {shown_int(int(value))}"
-        )
-
-
 def _positive_seconds(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not (math.isfinite(value) and value > 0.0):
         raise InvalidInputError(
@@ -135,9 +124,9 @@ class ScalingPoint:
     contract writes it; the other value objects are keyword-only.
     """
 
-    length: int = attrs.field(validator=_positive_int)
+    length: int = attrs.field(validator=length_int)
     seconds: float = attrs.field(converter=_to_float, validator=_positive_seconds)
-    batch: int = attrs.field(default=1, validator=_positive_int)
+    batch: int = attrs.field(default=1, validator=length_int)
 
 
 def _design(lengths: FloatArray, batches: FloatArray) -> FloatArray:
@@ -339,8 +328,8 @@ class ScalingFit:
 
     def terms(self, length: int, batch: int = 1) -> Terms:
         """Each term's predicted seconds at ``length`` (and ``batch``)."""
-        _positive_int(None, _LENGTH, length)
-        _positive_int(None, _BATCH, batch)
+        length_int(None, _LENGTH, length)
+        length_int(None, _BATCH, batch)
         return Terms(
             self.quadratic * batch * length * length,
             self.linear * batch * length,

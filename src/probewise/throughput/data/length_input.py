@@ -19,7 +19,6 @@ import json
 import math
 import os
 import re
-import stat
 import sys
 import zlib
 from collections.abc import Iterator, Sequence
@@ -31,6 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise._extras import Extra, requires
+from probewise._files import read_regular_file
+from probewise._validation import MAX_LENGTH, shown_int
 from probewise.errors import InputFileError, InvalidInputError, LengthInputError
 from probewise.throughput.data._checks import read_only
 
@@ -39,21 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_LENGTH", "LengthInput", "as_lengths", "read_lengths", "tokenize_lengths"]
 
-MAX_LENGTH = 1 << 40
-"""The longest sequence length probewise accepts: 2**40 (1,099,511,627,776) tokens."""
-
 _BOUND_TEXT = "the bound of 2**40 = 1,099,511,627,776 tokens"
-
-
-def shown_int(number: int) -> str:
-    """``number`` for a message: its digits when short, its size when not.
-
-    Python refuses to print an int of more than 4,300 digits, and nobody reads one.
-    """
-    if abs(number) < 10**30:
-        return str(number)
-    sign = "-" if number < 0 else ""
-    return f"{sign}a {number.bit_length()}-bit number"
 
 
 def _bad_reason(value: object) -> str | None:
@@ -202,50 +189,6 @@ class LengthInput:
         names = self.source_names
         codes: list[int] = self.source_codes.tolist()
         return tuple(names[code] for code in codes)
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe): reading it would wait for a writer"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a regular file"
-
-
-def read_regular_file(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of ``path``, which must be a regular file.
-
-    A FIFO, a device, a socket or a folder is refused with
-    :class:`~probewise.errors.InputFileError` without blocking: the file is opened
-    non-blocking and checked with ``fstat`` before anything is read (so a FIFO with no
-    writer cannot hang the reader, and there is no race between the check and the
-    read). A missing file, a symlink loop and an unreadable file are the same error,
-    naming ``path``.
-    """
-    name = os.fspath(path)
-    try:
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise InputFileError("no such file", path=name) from None
-    except OSError as exc:
-        raise InputFileError(f"cannot open the file: {exc.strerror or exc}", path=name) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise InputFileError(f"not a regular file: {_file_kind(mode)}", path=name)
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    except OSError as exc:
-        if isinstance(exc, InputFileError):
-            raise
-        raise InputFileError(f"cannot read the file: {exc.strerror or exc}", path=name) from None
-    finally:
-        os.close(fd)
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
