@@ -178,46 +178,6 @@ _STAGED: dict[type, _json.Shape] = {
         after={"judged": "unjudged", "agree": "judged", "disagree": "agree"},
         codecs={"cells": _json.Codec(dump=_dump_cells, load=_load_cells)},
     ),
-    BucketRow: Shape(
-        after={
-            "pad_tokens": "slot_tokens",
-            "gain_vs_random": "short_batches",
-            "real_tokens_per_step": "gain_vs_random",
-        },
-        nan_as_none={"consecutive_length_corr"},
-    ),
-    PaddingReport: Shape(
-        after={
-            "pad_tokens": "slot_tokens",
-            "waste_share": "pad_tokens",
-            "efficiency": "waste_share",
-            "real_tokens_per_batch": "largest_batch_slots",
-            "attention_share": "attention_slots",
-        }
-    ),
-    ChunkPlan: Shape(
-        after={
-            "logit_elements": "budget_bytes",
-            "logits_bytes": "logit_elements",
-            "peak_bytes_unchunked": "n_chunks",
-            "peak_bytes_chunked": "peak_bytes_unchunked",
-            "fits_unchunked": "peak_bytes_chunked",
-        }
-    ),
-    StepTiming: Shape(
-        after={
-            "label": None,
-            "clock": "label",
-            "warmup": "clock",
-            "median": "samples",
-            "min": "median",
-            "max": "min",
-            "mad": "max",
-        }
-    ),
-    ScalingMeasurement: Shape(omit={"points"}),
-    PaddingPenalty: Shape(after={"ratio": None, "ratio_low": "ratio", "ratio_high": "ratio_low"}),
-    ScalingFit: Shape(after={"exactly_determined": "dof"}, nan_as_none={"stderr", "loo_max_error"}),
 }
 for _cls, _shape in _STAGED.items():
     _json.register(_cls, _shape)
