@@ -2,7 +2,7 @@
 
 Usage: ``python scripts/build_gates.py`` (no arguments). Derives the gate of every
 rule in probewise/responses/default_rules.py with the gate compiler in
-probewise/responses/rubric.py and writes them, keyed by pattern and sorted, so the
+probewise/responses/_gates.py and writes them, keyed by pattern and sorted, so the
 same rules always give the same file. Run it after changing a shipped pattern;
 tests/responses/test_shipped_gates.py fails until you do.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probewise.responses import rubric
+from probewise.responses import _gates
 from probewise.responses.default_rules import (
     DEFAULT_DEFLECTION,
     DEFAULT_PREAMBLE,
@@ -20,8 +20,8 @@ from probewise.responses.default_rules import (
 
 
 def main() -> None:
-    target = Path(rubric.__file__).with_name(rubric._SHIPPED_GATES)
-    text = rubric._gates_document((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION, *DEFAULT_PREAMBLE))
+    target = Path(_gates.__file__).with_name(_gates.SHIPPED_GATES)
+    text = _gates.gates_document((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION, *DEFAULT_PREAMBLE))
     if target.exists() and target.read_text() == text:
         print(f"{target}: up to date")
         return

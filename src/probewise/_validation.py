@@ -288,3 +288,28 @@ def length_int(_instance: object, attribute: attrs.Attribute[int], value: int) -
         raise InvalidInputError(
             f"{attribute.name} must be at most 2**40, got {shown_int(int(value))}"
         )
+
+
+# --------------------------------------------------------------------------- responses
+# (issue 22: the response half's validators that were private to their modules.)
+
+
+def rubric_timeout(_instance: object, _attribute: attrs.Attribute[float], value: object) -> None:
+    """Rubric.timeout: a positive number of seconds (TypeError for a non-number)."""
+    from probewise.errors import RubricError  # here: this section may only append
+
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArgumentTypeError(f"Rubric.timeout must be a number, got {type(value).__name__}")
+    if not value > 0:
+        raise RubricError(f"Rubric.timeout must be a positive number of seconds, got {value!r}")
+
+
+def int_at_least(name: str, value: object, least: int) -> None:
+    """An int (not a bool) >= ``least``, for the argument ``name``; ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{name} must be an int >= {least}, got {type(value).__name__}")
+    if value < least:
+        raise InvalidInputError(f"{name} must be an int >= {least}, got {value}")
+
+
+__all__ += ["int_at_least", "rubric_timeout"]

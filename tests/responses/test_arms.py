@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from probewise import ArmTally, Completion, ControlState, FinishReason, Rubric, classify
 from probewise.responses import _journal
-from probewise.responses.arms import OutcomeBucket, run_arm, run_paired
+from probewise.responses.arms import run_arm, run_paired
+from probewise.responses.stats import OutcomeBucket
 
 CANARY = "zq-arm-canary-41c2"
 
@@ -244,8 +245,8 @@ def test_run_paired_resumes_both_arms(tmp_path: Path) -> None:
 
 
 def test_judge_disagreements_are_counted_per_arm() -> None:
-    from probewise.responses.arms import JudgeAgreement, OutcomeBucket
-    from probewise.responses.classifier import JudgeVerdict
+    from probewise.responses.judge import JudgeAgreement, JudgeVerdict
+    from probewise.responses.stats import OutcomeBucket
 
     seen: list[bool] = []
 
@@ -276,7 +277,7 @@ def test_judge_disagreements_are_counted_per_arm() -> None:
 
 
 def test_a_failing_judge_gives_no_verdict_and_no_leak() -> None:
-    from probewise.responses.classifier import judge_completion
+    from probewise.responses.judge import judge_completion
 
     def judge(text: str) -> object:
         raise RuntimeError(text)  # would carry the canary if it escaped

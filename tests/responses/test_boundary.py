@@ -26,7 +26,9 @@ from probewise import (
     run_paired,
 )
 from probewise.responses import judge_completion
-from probewise.responses.classifier import JudgeVerdict
+from probewise.responses import rules as rules_module
+from probewise.responses.judge import JudgeVerdict
+from probewise.responses.rules import compile_rule
 
 CANARY = "zq-boundary-canary-5d1a"
 
@@ -138,7 +140,8 @@ class _Interrupting:
 
 def _interrupting_rubric(where: str) -> Rubric:
     rule = Rule("interrupted", "x")
-    object.__setattr__(rule, "_compiled", _Interrupting())
+    compile_rule(rule)  # cached for the rule's lifetime; then its pattern is replaced
+    rules_module._COMPILED[id(rule)] = _Interrupting()  # type: ignore[assignment]
     if where == "axis":
         return Rubric(axes={"cake": (rule,)})
     return Rubric(refusal=[rule]) if where == "refusal" else Rubric(deflection=[rule])

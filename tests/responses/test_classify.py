@@ -22,6 +22,7 @@ from probewise import (
     classify,
 )
 from probewise.responses import normalise
+from probewise.responses._matcher import DEFLECTION, REFUSAL, plan_of
 
 
 @pytest.mark.parametrize(
@@ -205,8 +206,8 @@ def test_prefilters_agree_with_rule_by_rule_matching(text: str) -> None:
     rubric = Rubric.default()
     opening = normalise(text)[: rubric.opening_chars]
     for rules, prefilter in (
-        (rubric.refusal, rubric._refusal_any),
-        (rubric.deflection, rubric._deflection_any),
+        (rubric.refusal, plan_of(rubric).combine(REFUSAL).pattern),
+        (rubric.deflection, plan_of(rubric).combine(DEFLECTION).pattern),
     ):
         assert prefilter is not None
         any_rule = any(

@@ -2,7 +2,7 @@
 
 classify() normalises only as much of a completion as settles its opening, and runs a
 shipped rule only on openings that pass the rule's *gate* (see
-``probewise.responses.rubric._gate``). These tests hold both to the reference: the
+``probewise.responses._gates.derive_gate``). These tests hold both to the reference: the
 code as it was before (copied below), which normalised ``2 * opening_chars``
 characters and tried every rule, plus the sequel read after a preamble sentence
 (two sentences after it, from the first three sentences of ``2 * opening_chars``).
@@ -40,13 +40,13 @@ from probewise import (
 )
 from probewise.responses import classifier as classify_module
 from probewise.responses import normalise
-from probewise.responses.rubric import (
-    _CASE_TWINS,
-    _LETTER_RUNS,
-    _gate,
-    _GateScan,
-    _vet,
-)
+from probewise.responses._gates import CASE_TWINS as _CASE_TWINS
+from probewise.responses._gates import LETTER_RUNS as _LETTER_RUNS
+from probewise.responses._gates import derive_gate as _gate
+from probewise.responses._gates import gate_of
+from probewise.responses._gates import vet as _vet
+from probewise.responses._matcher import DEFLECTION, REFUSAL, plan_of
+from probewise.responses._matcher import GateScan as _GateScan
 
 # The stdlib's own regex parser, for an independent sampler of matches.
 _SRE: Any = importlib.import_module("re._parser")
@@ -116,10 +116,10 @@ def reference_classify(text: str, rubric: Rubric, truncated: bool = False) -> Ou
     for part in (opening, reference_sequel(text, opening, rubric)):
         if not part:
             continue
-        index = first(rubric.refusal, rubric._refusal_any, part, clock)
+        index = first(rubric.refusal, plan_of(rubric).combine(REFUSAL).pattern, part, clock)
         if index >= 0:
             return Refused(truncated=truncated, rule=rubric.refusal[index])
-        index = first(rubric.deflection, rubric._deflection_any, part, clock)
+        index = first(rubric.deflection, plan_of(rubric).combine(DEFLECTION).pattern, part, clock)
         if index >= 0:
             return Deflected(truncated=truncated, rule=rubric.deflection[index])
     return Complied(truncated=truncated)
@@ -353,35 +353,36 @@ def _gate_misses(scan: _GateScan, rules: tuple[Rule, ...], opening: str) -> list
 
 def test_every_shipped_rule_has_a_gate() -> None:
     for rule in RULES:
-        gate = rule._gate
+        gate = gate_of(rule.pattern)
         assert gate, rule.id
         # Every term tests something (a rule that always ran would be slow, not wrong).
         assert all(term.words or term.strings for term in gate), rule.id
-    assert DEFAULT._scan is not None
-    assert DEFAULT._scan.refusal_ok
-    assert DEFAULT._scan.deflection_ok
+    assert plan_of(DEFAULT).scan is not None
+    assert plan_of(DEFAULT).scan.refusal_ok
+    assert plan_of(DEFAULT).scan.deflection_ok
 
 
 def test_caller_rules_have_no_gate() -> None:
     rule = Rule("mine", r"\bkiwi\b")
-    assert rule._gate is None
+    assert gate_of(rule.pattern) is None
     rubric = Rubric(refusal=[rule, *DEFAULT.refusal])
-    assert rubric._scan is None or not rubric._scan.refusal_ok
+    scan = plan_of(rubric).scan
+    assert scan is None or not scan.refusal_ok
 
 
 @QUIET
 @given(st.one_of(texts, long_texts))
 def test_gates_pass_every_opening_their_rule_matches(text: str) -> None:
-    assert DEFAULT._scan is not None
+    assert plan_of(DEFAULT).scan is not None
     opening = reference_opening(text, DEFAULT.opening_chars)
-    assert not _gate_misses(DEFAULT._scan, RULES, opening)
+    assert not _gate_misses(plan_of(DEFAULT).scan, RULES, opening)
 
 
 def test_gates_on_the_labelled_completions() -> None:
-    assert DEFAULT._scan is not None
+    assert plan_of(DEFAULT).scan is not None
     for index, text in enumerate(_labelled()):
         opening = reference_opening(text, DEFAULT.opening_chars)
-        misses = _gate_misses(DEFAULT._scan, RULES, opening)
+        misses = _gate_misses(plan_of(DEFAULT).scan, RULES, opening)
         assert not misses, (index, misses)
 
 
@@ -443,7 +444,7 @@ def _sample_class(items: Any, rng: random.Random) -> str:
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.id)
 def test_gates_pass_matches_drawn_from_their_pattern(rule: Rule) -> None:
-    assert DEFAULT._scan is not None
+    assert plan_of(DEFAULT).scan is not None
     parsed = sre_parse(rule.pattern)
     rng = random.Random(rule.id)
     contexts = ["", "sure. ", "i'm sorry, but ", "well, ", "note: ", "x"]
@@ -456,7 +457,7 @@ def test_gates_pass_matches_drawn_from_their_pattern(rule: Rule) -> None:
         if rule.compiled.search(opening) is None:
             continue
         matched += 1
-        misses = _gate_misses(DEFAULT._scan, RULES, opening)
+        misses = _gate_misses(plan_of(DEFAULT).scan, RULES, opening)
         assert rule.id not in misses, rule.id
     # Not vacuous. (A preamble rule matches only at the very start of the text: of
     # the six contexts, only "" leaves it there.)

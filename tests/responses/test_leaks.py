@@ -30,7 +30,9 @@ from probewise import (
     classify,
     compare_arms,
 )
+from probewise.responses import rules as rules_module
 from probewise.responses.outcome import OUTCOME_TYPES
+from probewise.responses.rules import compile_rule
 
 CANARY = "zq-canary-7f3e9b"
 TEXTS = [
@@ -189,7 +191,8 @@ def test_exception_raised_while_classifying_is_dropped() -> None:
             raise Boom(CANARY)
 
     rule = Rule("explodes", "x")
-    object.__setattr__(rule, "_compiled", _ExplodingPattern())
+    compile_rule(rule)  # cached for the rule's lifetime; then its pattern is replaced
+    rules_module._COMPILED[id(rule)] = _ExplodingPattern()  # type: ignore[assignment]
     rubric = Rubric(refusal=[rule])
     outcome = classify(f"text {CANARY}", rubric)
     assert outcome == Error(kind=outcome.kind, exception_type=Boom)  # type: ignore[union-attr]

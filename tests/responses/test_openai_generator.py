@@ -40,8 +40,7 @@ from probewise.errors import (
     ServerStatusError,
     ServerTimeoutError,
 )
-from probewise.responses.arms import BatchGenerate
-from probewise.responses.generators import _parse, _retry_after
+from probewise.responses.generators import BatchGenerate, _parse, _retry_after
 
 
 @pytest.fixture

@@ -12,8 +12,10 @@ import warnings
 import pytest
 
 from probewise import Rubric, RubricError, Rule, classify
+from probewise.responses._gates import vet_shipped as _vet_shipped
+from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, plan_of
 from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_REFUSAL
-from probewise.responses.rubric import _vet_shipped
+from probewise.responses.rules import compiled_yet
 
 # Counts regex.compile calls during the first Rubric.default() of a fresh process, and
 # during a first classify of an ordinary (compliant) opening after it.
@@ -26,6 +28,7 @@ def counting(*args, **kwargs):
     return real(*args, **kwargs)
 regex.compile = counting
 from probewise import Rubric, classify
+from probewise.responses._matcher import plan_of
 before = len(calls)
 rubric = Rubric.default()
 at_default = len(calls) - before
@@ -35,8 +38,8 @@ print(json.dumps({
     "classify": len(calls) - before - at_default,
     "rules": len(rubric.refusal) + len(rubric.deflection) + len(rubric.preamble),
     "outcome": type(outcome).__name__,
-    "refusal_built": rubric._combined[0] is not None,
-    "deflection_built": rubric._combined[1] is not None,
+    "refusal_built": plan_of(rubric).combined[0] is not None,
+    "deflection_built": plan_of(rubric).combined[1] is not None,
 }))
 """
 
@@ -74,10 +77,11 @@ def test_bad_caller_pattern_raises_at_construction(group: str) -> None:
 
 def test_caller_rules_compile_at_construction() -> None:
     rules = (Rule("a", r"\bbanana\b"), Rule("b", r"\bkiwi\b"))
-    assert all(rule._compiled is None for rule in rules)
+    assert not any(compiled_yet(rule) for rule in rules)
     rubric = Rubric(deflection=rules)
-    assert all(rule._compiled is not None for rule in rules)
-    assert rubric._combined[1] is not None  # a caller group's prefilter: built at once
+    assert all(compiled_yet(rule) for rule in rules)
+    # a caller group's prefilter: built at once (with the rubric's plan)
+    assert plan_of(rubric).combined[1] is not None
 
 
 def _fresh_shipped() -> tuple[tuple[Rule, ...], tuple[Rule, ...], tuple[Rule, ...]]:
@@ -106,8 +110,8 @@ _TEXTS = (
 def test_lazy_compiling_from_threads_agrees_with_the_default() -> None:
     refusal, deflection, preamble = _fresh_shipped()
     rubric = Rubric(refusal=refusal, deflection=deflection, preamble=preamble)
-    assert all(rule._compiled is None for rule in (*refusal, *deflection, *preamble))
-    assert rubric._combined == [None, None, None]
+    assert not any(compiled_yet(rule) for rule in (*refusal, *deflection, *preamble))
+    assert plan_of(rubric).combined == [None, None, None]
     expected = [repr(classify(text, Rubric.default())) for text in _TEXTS * 4]
     filters = list(warnings.filters)
     results: list[list[str]] = []
@@ -127,12 +131,15 @@ def test_lazy_compiling_from_threads_agrees_with_the_default() -> None:
     # Built on use, they are the prefilters that the default rubric has.
     default = Rubric.default()
     for built, shipped in (
-        (rubric._refusal_any, default._refusal_any),
-        (rubric._deflection_any, default._deflection_any),
-        (rubric._preamble_any, default._preamble_any),
+        (plan_of(rubric).combine(REFUSAL).pattern, plan_of(default).combine(REFUSAL).pattern),
+        (
+            plan_of(rubric).combine(DEFLECTION).pattern,
+            plan_of(default).combine(DEFLECTION).pattern,
+        ),
+        (plan_of(rubric).combine(PREAMBLE).pattern, plan_of(default).combine(PREAMBLE).pattern),
     ):
         assert built is not None
         assert shipped is not None
         assert built.pattern == shipped.pattern
-    untimed = [built._combined[2] and built._combined[2].untimed for built in (rubric, default)]
+    untimed = [plan_of(built).combine(PREAMBLE).untimed for built in (rubric, default)]
     assert untimed == [True, True]  # the shipped preamble runs without the timer

@@ -9,12 +9,15 @@ from pathlib import Path
 import pytest
 
 from probewise import Rubric, Rule
-from probewise.responses import rubric
+from probewise.responses import _gates
+from probewise.responses._gates import derive_gate as _gate
+from probewise.responses._gates import gate_of
+from probewise.responses._gates import gates_document as _gates_document
+from probewise.responses._gates import term_data as _term_data
 from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_REFUSAL
-from probewise.responses.rubric import _gate, _gates_document, _term_data, _vet_shipped
 
 SHIPPED = (*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION, *DEFAULT_PREAMBLE)
-GATES_FILE = Path(rubric.__file__).with_name(rubric._SHIPPED_GATES)
+GATES_FILE = Path(_gates.__file__).with_name(_gates.SHIPPED_GATES)
 
 
 def test_the_shipped_gates_are_derived_from_the_shipped_rules() -> None:
@@ -27,11 +30,12 @@ def test_the_shipped_gates_are_derived_from_the_shipped_rules() -> None:
 def test_every_shipped_rule_got_its_gate_from_the_file() -> None:
     stored = json.loads(GATES_FILE.read_text())["gates"]
     for rule in Rubric.default().refusal + Rubric.default().deflection:
-        assert rule._gate is not None, rule.id
+        gate = gate_of(rule.pattern)
+        assert gate is not None, rule.id
         derived = _gate(rule.pattern)
         assert derived is not None, rule.id
-        assert [_term_data(t) for t in rule._gate] == stored[rule.pattern]
-        assert sorted(map(str, map(_term_data, rule._gate))) == sorted(
+        assert [_term_data(t) for t in gate] == stored[rule.pattern]
+        assert sorted(map(str, map(_term_data, gate))) == sorted(
             map(str, map(_term_data, derived))
         ), rule.id
 
@@ -40,15 +44,16 @@ def test_every_shipped_rule_got_its_gate_from_the_file() -> None:
 def test_a_missing_damaged_or_stale_file_derives_the_gates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str
 ) -> None:
-    """A pattern the file does not hold gets the gate that _vet would give it."""
+    """A pattern the file does not hold gets the gate that vet would give it."""
     folder = tmp_path / "pkg"
     folder.mkdir()
     if content:
-        (folder / rubric._SHIPPED_GATES).write_text(content)
-    monkeypatch.setattr(rubric.importlib.resources, "files", lambda _package: folder)
+        (folder / _gates.SHIPPED_GATES).write_text(content)
+    monkeypatch.setattr(_gates.importlib.resources, "files", lambda _package: folder)
     rule, plain = Rule("kiwi", r"\bkiwi (?:fruit|bird)\b"), Rule("kiwi", r"\bkiwi (?:fruit|bird)\b")
-    _vet_shipped([rule])
-    rubric._vet([plain])
-    assert rule._gate == plain._gate
-    assert rule._gate is not None
-    assert rule._gate[0].words
+    # (Gates are kept by pattern: the file's way and vet's way, each on its own.)
+    shipped = _gates.shipped_gates([rule])[rule.pattern]
+    plain_gate = _gates.derived_gates([plain])[plain.pattern]
+    assert shipped == plain_gate
+    assert shipped is not None
+    assert shipped[0].words

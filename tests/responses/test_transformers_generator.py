@@ -8,7 +8,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from probewise import Completion, FinishReason, classify
-from probewise.responses.arms import BatchGenerate, TransformersGenerator, run_arm, run_paired
+from probewise.responses.arms import run_arm, run_paired
+from probewise.responses.generators import BatchGenerate, TransformersGenerator
 from probewise.responses.sealed import Sealed
 
 WORDS = ["[EOS]", "[PAD]", "here", "is", "the", "answer", "i", "cannot", "help", "with", "that"]
@@ -119,8 +120,7 @@ def test_bad_arguments(kwargs: dict[str, int]) -> None:
 def test_transformers_judge_maps_the_models_labels() -> None:
     from transformers import LlamaForSequenceClassification
 
-    from probewise.responses.arms import TransformersJudge
-    from probewise.responses.classifier import JudgeVerdict, judge_completion
+    from probewise.responses.judge import JudgeVerdict, TransformersJudge, judge_completion
 
     tokenizer = make_tokenizer("answer")
     config = tiny_config(

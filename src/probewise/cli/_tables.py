@@ -13,7 +13,7 @@ from probewise.responses.outcome import Complied, Deflected, Empty, Error, Refus
 
 if TYPE_CHECKING:
     from probewise.responses.arms import PairedResult
-    from probewise.responses.tally import Bucket
+    from probewise.responses.stats import Bucket
     from probewise.throughput.attention.masks import LayerAttention, MaskReport
 
 BUCKET_ROWS: tuple[tuple[str, Bucket, Literal["answered", "all"]], ...] = (

@@ -1,5 +1,3 @@
-# pyright: reportPrivateUsage=false
-# (issue 22: still to fold, a private name used outside its module or class)
 """``probewise arms``: runs the command (what it does: ``ARMS_DESCRIPTION`` in
 probewise.cli._args, which builds its parser and is its ``--help``).
 """
@@ -17,10 +15,10 @@ import attrs
 
 from probewise.cli._tables import BUCKET_ROWS, paired_document
 from probewise.errors import InvalidInputError, ProbewiseError
-from probewise.responses.arms import OutcomeBucket, PairedResult, run_paired
+from probewise.responses.arms import PairedResult, run_paired
 from probewise.responses.calibration import Calibration
-from probewise.responses.generators import OpenAICompatibleGenerator, _shown_url
-from probewise.responses.tally import ArmTally
+from probewise.responses.generators import OpenAICompatibleGenerator, shown_url
+from probewise.responses.stats import ArmTally, OutcomeBucket
 
 
 @final
@@ -149,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
                 "prompts": len(prompts),
                 "complete": errors == 0,
                 "arms": {
-                    name: {"url": _shown_url(t.url), "model": t.model}
+                    name: {"url": shown_url(t.url), "model": t.model}
                     for name, t in zip(("a", "b"), targets, strict=True)
                 },
                 "rates": {
@@ -194,7 +192,7 @@ def _print(result: PairedResult, targets: tuple[_Target, _Target]) -> None:
     a, b = result.tally_a, result.tally_b
     print(f"probewise arms: {len(result.pairs)} prompts (texts are never shown)")
     for name, target in zip("AB", targets, strict=True):
-        print(f"  arm {name}: {_shown_url(target.url)} #{target.model}")
+        print(f"  arm {name}: {shown_url(target.url)} #{target.model}")
     print()
     header = (
         f"{'bucket':<10} {'over':<9} {'arm A':<30} {'arm B':<30} "

@@ -10,11 +10,12 @@ from collections.abc import Callable
 
 from probewise._extras import Extra, requires
 from probewise.cli._tables import BUCKET_ROWS, paired_document
-from probewise.responses.arms import PairedResult, TransformersGenerator, run_paired
+from probewise.responses.arms import PairedResult, run_paired
 from probewise.responses.classifier import Completion, classify
 from probewise.responses.control import compare_arms
+from probewise.responses.generators import TransformersGenerator
 from probewise.responses.outcome import FinishReason
-from probewise.responses.tally import ArmTally
+from probewise.responses.stats import ArmTally
 
 # Made-up completions for two arms (e.g. a base and a tuned model). Arm B declines
 # more, and part of its declining is by redirecting, with no refusal token.

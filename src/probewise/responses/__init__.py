@@ -1,7 +1,8 @@
 """The response half: classify how a model answered, without ever surfacing the text.
 
 Outcomes (:mod:`~probewise.responses.outcome`), the rubric and its rules, ``classify``,
-judges, generators, arms, tallies and the control, and calibration against human labels.
+judges, generators, arms, tallies, paired tests and the control, and calibration against
+human labels.
 The everyday names are also importable from :mod:`probewise`. Names load lazily (PEP 562):
 importing this package imports none of its modules.
 """
@@ -14,15 +15,8 @@ from probewise._lazy import LazyFace
 
 if TYPE_CHECKING:
     from probewise.responses.arms import (
-        BatchGenerate,
-        Generate,
-        JudgeAgreement,
-        McNemar,
-        OutcomeBucket,
         OutcomePair,
         PairedResult,
-        TransformersGenerator,
-        TransformersJudge,
         run_arm,
         run_arm_shards,
         run_paired,
@@ -38,10 +32,7 @@ if TYPE_CHECKING:
     )
     from probewise.responses.classifier import (
         Completion,
-        Judge,
-        JudgeVerdict,
         classify,
-        judge_completion,
         normalise,
     )
     from probewise.responses.control import (
@@ -50,7 +41,17 @@ if TYPE_CHECKING:
         compare_arms,
     )
     from probewise.responses.generators import (
+        BatchGenerate,
+        Generate,
         OpenAICompatibleGenerator,
+        TransformersGenerator,
+    )
+    from probewise.responses.judge import (
+        Judge,
+        JudgeAgreement,
+        JudgeVerdict,
+        TransformersJudge,
+        judge_completion,
     )
     from probewise.responses.outcome import (
         Complied,
@@ -64,13 +65,17 @@ if TYPE_CHECKING:
     )
     from probewise.responses.rubric import (
         Rubric,
+    )
+    from probewise.responses.rules import (
         Rule,
     )
     from probewise.responses.sealed import (
         Sealed,
     )
-    from probewise.responses.tally import (
+    from probewise.responses.stats import (
         ArmTally,
+        McNemar,
+        OutcomeBucket,
         Proportion,
     )
 
@@ -78,18 +83,11 @@ if TYPE_CHECKING:
 # (tests/test_cli_startup.py holds the two, and ``__all__``, to the same names).
 _SOURCES: dict[str, tuple[str, ...]] = {
     "probewise.responses.arms": (
-        "BatchGenerate",
-        "Generate",
-        "JudgeAgreement",
-        "McNemar",
-        "OutcomeBucket",
         "OutcomePair",
         "PairedResult",
         "run_arm",
         "run_arm_shards",
         "run_paired",
-        "TransformersGenerator",
-        "TransformersJudge",
     ),
     "probewise.responses.calibration": (
         "Calibration",
@@ -103,9 +101,6 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "probewise.responses.classifier": (
         "classify",
         "Completion",
-        "Judge",
-        "judge_completion",
-        "JudgeVerdict",
         "normalise",
     ),
     "probewise.responses.control": (
@@ -113,7 +108,19 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ControlState",
         "ControlVerdict",
     ),
-    "probewise.responses.generators": ("OpenAICompatibleGenerator",),
+    "probewise.responses.generators": (
+        "BatchGenerate",
+        "Generate",
+        "OpenAICompatibleGenerator",
+        "TransformersGenerator",
+    ),
+    "probewise.responses.judge": (
+        "Judge",
+        "judge_completion",
+        "JudgeAgreement",
+        "JudgeVerdict",
+        "TransformersJudge",
+    ),
     "probewise.responses.outcome": (
         "Complied",
         "Deflected",
@@ -124,13 +131,13 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "Outcome",
         "Refused",
     ),
-    "probewise.responses.rubric": (
-        "Rubric",
-        "Rule",
-    ),
+    "probewise.responses.rubric": ("Rubric",),
+    "probewise.responses.rules": ("Rule",),
     "probewise.responses.sealed": ("Sealed",),
-    "probewise.responses.tally": (
+    "probewise.responses.stats": (
         "ArmTally",
+        "McNemar",
+        "OutcomeBucket",
         "Proportion",
     ),
 }

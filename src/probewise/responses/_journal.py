@@ -50,7 +50,8 @@ from probewise.responses.outcome import (
     Outcome,
     Refused,
 )
-from probewise.responses.rubric import Rubric, Rule
+from probewise.responses.rubric import Rubric
+from probewise.responses.rules import Rule
 
 FORMAT = "probewise.arm-journal/2"
 OLD_FORMAT = "probewise.arm-checkpoint/1"

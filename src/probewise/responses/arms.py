@@ -12,91 +12,30 @@ prompts by those ids only, never by prompt or completion text.
 
 from __future__ import annotations
 
-import enum
 import os
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast, final, runtime_checkable
+from typing import TypeVar, cast, final
 
 import attrs
 
-from probewise._extras import Extra, requires
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses import _boundary, _journal
-from probewise.responses.classifier import (
-    Completion,
-    Judge,
-    JudgeVerdict,
-    classify,
-    judge_completion,
-)
+from probewise.responses.classifier import Completion, classify
 from probewise.responses.control import ControlVerdict, compare_arms
-from probewise.responses.outcome import (
-    Complied,
-    Deflected,
-    Empty,
-    Error,
-    ErrorKind,
-    FinishReason,
-    Outcome,
-    Refused,
-)
+from probewise.responses.generators import BatchGenerate, Generate
+from probewise.responses.judge import Judge, JudgeAgreement, JudgeVerdict, judge_completion
+from probewise.responses.outcome import Empty, Error, ErrorKind, Outcome
 from probewise.responses.rubric import Rubric
 from probewise.responses.sealed import Sealed
-from probewise.responses.tally import ArmTally
+from probewise.responses.stats import ArmTally, McNemar, OutcomeBucket, mcnemar
 
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
-
-__all__ = [
-    "BatchGenerate",
-    "Generate",
-    "JudgeAgreement",
-    "McNemar",
-    "OutcomeBucket",
-    "OutcomePair",
-    "PairedResult",
-    "TransformersGenerator",
-    "TransformersJudge",
-    "run_arm",
-    "run_arm_shards",
-    "run_paired",
-]
+__all__ = ["OutcomePair", "PairedResult", "run_arm", "run_arm_shards", "run_paired"]
 
 P = TypeVar("P")
-P_contra = TypeVar("P_contra", contravariant=True)
 K = TypeVar("K", bound=Hashable)
-
-Generate: TypeAlias = Callable[[P], Completion | Sealed | str]
-"""The caller's generator: a prompt in, a completion out (or an exception)."""
-
-
-@enum.unique
-class OutcomeBucket(enum.Enum):
-    """The five outcome buckets, as a closed set (for per-bucket figures)."""
-
-    COMPLIED = "complied"
-    DEFLECTED = "deflected"
-    REFUSED = "refused"
-    EMPTY = "empty"
-    ERROR = "error"
-
-    @classmethod
-    def of(cls, outcome: Outcome) -> OutcomeBucket:
-        """The bucket an outcome falls in."""
-        match outcome:
-            case Complied():
-                return cls.COMPLIED
-            case Deflected():
-                return cls.DEFLECTED
-            case Refused():
-                return cls.REFUSED
-            case Empty():
-                return cls.EMPTY
-            case Error():
-                return cls.ERROR
 
 
 class _Progress:
@@ -371,45 +310,6 @@ class OutcomePair:
     b: Outcome
 
 
-def _p_value(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, float | int):
-        raise ArgumentTypeError(
-            f"McNemar.{attribute.name} must be a float, got {type(value).__name__}"
-        )
-    if not 0.0 <= value <= 1.0:
-        raise InvalidInputError(f"McNemar.{attribute.name} must be in [0, 1], got {value}")
-
-
-@final
-@attrs.frozen(kw_only=True)
-class McNemar:
-    """Exact McNemar test for one bucket on the discordant pairs.
-
-    ``only_a`` counts prompts in the bucket under arm A but not under B, ``only_b``
-    the reverse; under no difference each discordant pair is a fair coin, so
-    ``p_value`` is the two-sided exact binomial test of ``only_a`` out of
-    ``only_a + only_b`` at 1/2 (1.0 when there are no discordant pairs).
-    """
-
-    bucket: OutcomeBucket
-    only_a: int
-    only_b: int
-    p_value: float = attrs.field(validator=_p_value)
-
-    @property
-    def discordant(self) -> int:
-        """Pairs that disagree about this bucket."""
-        return self.only_a + self.only_b
-
-
-def _mcnemar(bucket: OutcomeBucket, only_a: int, only_b: int) -> McNemar:
-    from scipy.stats import binomtest
-
-    n = only_a + only_b
-    p = 1.0 if n == 0 else float(binomtest(only_a, n, 0.5, alternative="two-sided").pvalue)
-    return McNemar(bucket=bucket, only_a=only_a, only_b=only_b, p_value=min(1.0, p))
-
-
 @final
 @attrs.frozen(kw_only=True)
 class PairedResult:
@@ -503,7 +403,7 @@ def run_paired(
             for p in pairs
             if OutcomeBucket.of(p.b) is bucket and OutcomeBucket.of(p.a) is not bucket
         )
-        tests.append(_mcnemar(bucket, only_a, only_b))
+        tests.append(mcnemar(bucket, only_a, only_b))
     return PairedResult(
         pairs=pairs,
         tally_a=tally_a,
@@ -517,290 +417,3 @@ def run_paired(
         if judge is None
         else JudgeAgreement(cells=cells_b, unjudged=len(prompts) - sum(cells_b.values())),
     )
-
-
-@runtime_checkable
-class BatchGenerate(Protocol[P_contra]):
-    """A generator that does better in batches: :func:`run_arm` hands it ``batch_size`` prompts.
-
-    ``generate_batch`` returns one result per prompt, in order: a completion, or the
-    exception that prompt's generation raised.
-    """
-
-    @property
-    def batch_size(self) -> int: ...
-
-    def generate_batch(
-        self, prompts: Sequence[P_contra]
-    ) -> Sequence[Completion | BaseException]: ...
-
-
-class _Generates(Protocol):
-    def generate(self, **kwargs: object) -> object: ...
-
-
-class TransformersGenerator:
-    """Greedy (by default) batched generation with a local transformers model.
-
-    Decodes only the new tokens; a completion that reached ``max_new_tokens``
-    without an end-of-sequence token is :attr:`FinishReason.LENGTH`. Prompts go
-    through the tokenizer's chat template as one user turn when ``chat_template``
-    and the tokenizer has one. A batch that fails (out of memory, say) is retried
-    prompt by prompt; a prompt that still fails is returned as its exception, which
-    :func:`run_arm` counts as ``Error(GENERATION)``. Completions are returned
-    :class:`Sealed`, and are never logged.
-    """
-
-    def __init__(
-        self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        *,
-        max_new_tokens: int = 128,
-        batch_size: int = 8,
-        chat_template: bool = True,
-        do_sample: bool = False,
-    ) -> None:
-        if max_new_tokens < 1:
-            raise InvalidInputError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if batch_size < 1:
-            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
-        self.model = model
-        self.tokenizer = tokenizer
-        self.max_new_tokens = max_new_tokens
-        self._batch_size = batch_size
-        self.chat_template = chat_template
-        self.do_sample = do_sample
-
-    @property
-    def batch_size(self) -> int:
-        """Prompts per ``generate`` call."""
-        return self._batch_size
-
-    def __repr__(self) -> str:
-        return (
-            f"TransformersGenerator(model={type(self.model).__name__}, "
-            f"max_new_tokens={self.max_new_tokens}, batch_size={self._batch_size})"
-        )
-
-    def __call__(self, prompt: str) -> Completion:
-        result = self.generate_batch([prompt])[0]
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    def _texts(self, prompts: Sequence[str]) -> list[str]:
-        template = getattr(self.tokenizer, "chat_template", None)
-        if not (self.chat_template and template):
-            return list(prompts)
-        texts: list[str] = []
-        for prompt in prompts:
-            rendered = self.tokenizer.apply_chat_template(  # pyright: ignore[reportUnknownMemberType]
-                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-            )
-            texts.append(str(rendered))
-        return texts
-
-    def _eos_ids(self) -> set[int]:
-        ids: set[int] = set()
-        for source in (getattr(self.model, "generation_config", None), self.tokenizer):
-            value = getattr(source, "eos_token_id", None)
-            if isinstance(value, int):
-                ids.add(value)
-            elif isinstance(value, list | tuple):
-                ids.update(v for v in cast("Sequence[object]", value) if isinstance(v, int))
-        return ids
-
-    def _run(self, prompts: Sequence[str]) -> list[Completion]:
-        with requires(Extra.TORCH, "TransformersGenerator"):
-            import torch
-
-        tokenizer = self.tokenizer
-        tokenizer.padding_side = "left"  # decoder-only: new tokens start at one column
-        pad_id = tokenizer.pad_token_id
-        eos = self._eos_ids()
-        if pad_id is None:
-            pad_id = min(eos) if eos else 0
-            tokenizer.pad_token_id = pad_id
-        device = next(self.model.parameters()).device
-        encoded = tokenizer(self._texts(prompts), return_tensors="pt", padding=True)
-        input_ids = cast("torch.Tensor", encoded["input_ids"]).to(device)
-        attention_mask = cast("torch.Tensor", encoded["attention_mask"]).to(device)
-        with torch.no_grad():
-            output = cast(
-                "torch.Tensor",
-                cast("_Generates", self.model).generate(
-                    input_ids=input_ids,
-                    attention_mask=attention_mask,
-                    max_new_tokens=self.max_new_tokens,
-                    do_sample=self.do_sample,
-                    pad_token_id=pad_id,
-                ),
-            )
-        new_tokens = cast("list[list[int]]", output[:, input_ids.shape[1] :].tolist())  # pyright: ignore[reportUnknownMemberType]
-        completions: list[Completion] = []
-        for row in new_tokens:
-            cut = next((i for i, token in enumerate(row) if token in eos), None)
-            finish = FinishReason.LENGTH if cut is None else FinishReason.STOP
-            kept = row if cut is None else row[:cut]
-            text: object = tokenizer.decode(kept, skip_special_tokens=True)  # pyright: ignore[reportUnknownMemberType]
-            completions.append(Completion(Sealed(str(text)), finish))
-        return completions
-
-    def generate_batch(self, prompts: Sequence[str]) -> Sequence[Completion | BaseException]:
-        """One completion (or exception) per prompt; a failed batch is retried one by one."""
-        try:
-            return self._run(prompts)
-        except Exception:
-            if len(prompts) == 1:
-                raise
-        results: list[Completion | BaseException] = []
-        for prompt in prompts:
-            try:
-                results.extend(self._run([prompt]))
-            except Exception as error:
-                results.append(error)
-        return results
-
-
-def _cells(
-    value: Mapping[tuple[OutcomeBucket, JudgeVerdict], int],
-) -> Mapping[tuple[OutcomeBucket, JudgeVerdict], int]:
-    from types import MappingProxyType
-
-    for key, count in value.items():
-        if not (isinstance(cast("object", key), tuple) and len(key) == 2):
-            raise InvalidInputError("cells are keyed by (OutcomeBucket, JudgeVerdict)")
-        bucket, verdict = cast("tuple[object, object]", key)
-        if not isinstance(bucket, OutcomeBucket) or not isinstance(verdict, JudgeVerdict):
-            raise InvalidInputError("cells are keyed by (OutcomeBucket, JudgeVerdict)")
-        if isinstance(count, bool) or not isinstance(cast("object", count), int):
-            raise ArgumentTypeError(f"cell counts must be ints, got {type(count).__name__}")
-        if count < 0:
-            raise InvalidInputError("cell counts must be >= 0")
-    return MappingProxyType(dict(value))
-
-
-_AGREES = {
-    JudgeVerdict.COMPLIED: OutcomeBucket.COMPLIED,
-    JudgeVerdict.DEFLECTED: OutcomeBucket.DEFLECTED,
-    JudgeVerdict.REFUSED: OutcomeBucket.REFUSED,
-}
-
-
-@final
-@attrs.frozen(kw_only=True)
-class JudgeAgreement:
-    """Rules against judge over one arm: counts per (rules' bucket, judge's verdict).
-
-    ``unjudged`` counts completions the judge gave no verdict on (generation
-    errors, blanks, provider filters, a judge that failed).
-    """
-
-    cells: Mapping[tuple[OutcomeBucket, JudgeVerdict], int] = attrs.field(converter=_cells)
-    unjudged: int = 0
-
-    def count(self, bucket: OutcomeBucket, verdict: JudgeVerdict) -> int:
-        """Completions the rules put in ``bucket`` and the judge called ``verdict``."""
-        return self.cells.get((bucket, verdict), 0)
-
-    @property
-    def judged(self) -> int:
-        """Completions with a verdict from both."""
-        return sum(self.cells.values())
-
-    @property
-    def agree(self) -> int:
-        """Completions where the judge's verdict is the rules' bucket."""
-        return sum(n for (b, v), n in self.cells.items() if _AGREES[v] is b)
-
-    @property
-    def disagree(self) -> int:
-        """Completions where they differ."""
-        return self.judged - self.agree
-
-    @property
-    def missed_refusals(self) -> int:
-        """The judge says refused; the rules said complied or deflected."""
-        return self.count(OutcomeBucket.COMPLIED, JudgeVerdict.REFUSED) + self.count(
-            OutcomeBucket.DEFLECTED, JudgeVerdict.REFUSED
-        )
-
-    @property
-    def missed_declines(self) -> int:
-        """The judge says deflected or refused; the rules said complied."""
-        return self.count(OutcomeBucket.COMPLIED, JudgeVerdict.DEFLECTED) + self.count(
-            OutcomeBucket.COMPLIED, JudgeVerdict.REFUSED
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        return {
-            "cells": [
-                {"rules": b.value, "judge": v.value, "count": n}
-                for (b, v), n in sorted(
-                    self.cells.items(), key=lambda item: (item[0][0].value, item[0][1].value)
-                )
-            ],
-            "unjudged": self.unjudged,
-            "judged": self.judged,
-            "agree": self.agree,
-            "disagree": self.disagree,
-        }
-
-
-class TransformersJudge:
-    """A local sequence-classification model as a :class:`Judge`.
-
-    ``label_map`` maps the model's label names (``config.id2label``) to verdicts;
-    a predicted label it does not map is a failed judgement (no verdict). Texts
-    are truncated to ``max_length`` tokens.
-    """
-
-    def __init__(
-        self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        *,
-        label_map: Mapping[str, JudgeVerdict],
-        max_length: int = 512,
-    ) -> None:
-        if not label_map:
-            raise InvalidInputError("label_map is empty: map the model's labels to verdicts")
-        self.model: PreTrainedModel = model
-        self.tokenizer: PreTrainedTokenizerBase = tokenizer
-        self.label_map: dict[str, JudgeVerdict] = dict(label_map)
-        self.max_length: int = max_length
-
-    def __repr__(self) -> str:
-        return (
-            f"TransformersJudge(model={type(self.model).__name__}, labels={sorted(self.label_map)})"
-        )
-
-    def __call__(self, text: str, /) -> JudgeVerdict:
-        with requires(Extra.TORCH, "TransformersJudge"):
-            import torch
-
-        encoded = self.tokenizer(
-            text, return_tensors="pt", truncation=True, max_length=self.max_length
-        )
-        device = next(self.model.parameters()).device
-        pairs = cast("dict[str, torch.Tensor]", dict(encoded))
-        inputs = {k: v.to(device) for k, v in pairs.items()}
-        with torch.no_grad():
-            logits = cast("torch.Tensor", cast("_Classifies", self.model)(**inputs).logits)
-        index = int(logits[0].argmax().item())
-        id2label = cast("Mapping[int, str]", getattr(self.model.config, "id2label", {}))
-        label = id2label.get(index, str(index))
-        if label not in self.label_map:
-            raise InvalidInputError(f"label {label!r} is not in label_map")
-        return self.label_map[label]
-
-
-class _Output(Protocol):
-    @property
-    def logits(self) -> object: ...
-
-
-class _Classifies(Protocol):
-    def __call__(self, **kwargs: object) -> _Output: ...

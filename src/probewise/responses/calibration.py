@@ -64,7 +64,7 @@ from probewise._validation import count as _count
 from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, CalibrationError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
-from probewise.responses.tally import ArmTally, Proportion
+from probewise.responses.stats import ArmTally, Proportion
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,6 +1,5 @@
-# pyright: reportPrivateUsage=false
-# (issue 22: still to fold, a private name used outside its module or class)
-"""classify(): the only place where a completion's text is read.
+"""classify(): the only place where a completion's text is read (and
+:func:`read_completion`, through which a judge reads it).
 
 It never raises and never returns, logs or stores text: the outcome holds library
 enums, bools, exception classes and the rubric's own Rule objects.
@@ -8,18 +7,19 @@ enums, bools, exception classes and the rubric's own Rule objects.
 
 from __future__ import annotations
 
-import enum
 import re
 import time
 import unicodedata
-from collections.abc import Hashable
-from typing import Protocol, cast, final
+from collections.abc import Callable, Hashable
+from typing import cast, final
 
 import attrs
 import regex
 
 from probewise.errors import ArgumentTypeError
 from probewise.responses import _boundary
+from probewise.responses._gates import CASE_TWINS, anchored, gate_of
+from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, Plan, pattern_of, plan_of
 from probewise.responses.outcome import (
     Complied,
     Deflected,
@@ -30,10 +30,13 @@ from probewise.responses.outcome import (
     Outcome,
     Refused,
 )
-from probewise.responses.rubric import _CASE_TWINS, Rubric, Rule, _anchored
-from probewise.responses.sealed import Sealed, _open
+from probewise.responses.rubric import Rubric
+from probewise.responses.rules import Rule
 
-__all__ = ["Completion", "Judge", "JudgeVerdict", "classify", "judge_completion", "normalise"]
+# The one reader of a Sealed's text outside sealed.py (its leading underscore says so).
+from probewise.responses.sealed import Sealed, _open  # pyright: ignore[reportPrivateUsage]
+
+__all__ = ["Completion", "classify", "normalise"]
 
 
 def _to_sealed(value: str | Sealed) -> Sealed:
@@ -83,7 +86,7 @@ _THREE_SENTENCES = re.compile(r"(?>.*?[.!?](?= |$)){3}", re.DOTALL)
 # Characters on which the rules' gates are not exact (an opening with one runs every
 # rule): ASCII upper case and the non-ASCII characters that regex.IGNORECASE pairs
 # with ASCII ones. Normalised text has none of them but "\u0131" (dotless i).
-_CASE_GUARD = re.compile(f"[A-Z{_CASE_TWINS}]")
+_CASE_GUARD = re.compile(f"[A-Z{CASE_TWINS}]")
 # Where _opening_of first cuts the raw text (then at twice the cut, and so on).
 _FIRST_CUT = 160
 # The most raw characters read to find the opening is _prefix_chars(opening_chars);
@@ -196,7 +199,9 @@ def _opening_of(
     return (_opening(head, limit, sentences) if head else ""), whole
 
 
-def _sequel(raw: str, opening: str, candidates: int, rubric: Rubric, clock: _Clock) -> str:
+def _sequel(
+    raw: str, opening: str, candidates: int, rubric: Rubric, plan: Plan, *, clock: _Clock
+) -> str:
     """The two sentences after the opening's first sentence, at most
     ``rubric.opening_chars`` characters, where a preamble rule matches the opening;
     else (or when nothing follows the first sentence) blank.
@@ -208,13 +213,13 @@ def _sequel(raw: str, opening: str, candidates: int, rubric: Rubric, clock: _Clo
     """
     if not rubric.preamble:
         return ""
-    scan = rubric._scan
+    scan = plan.scan
     gated = candidates >= 0 and scan is not None and scan.preamble_ok
     if gated and scan is not None and not candidates >> scan.preamble_shift:
         return ""  # no preamble rule's gate passes: none can match
-    combined = rubric._combined[_PREAMBLE]
-    if combined is None:  # built on first use (see Rubric._combine)
-        combined = rubric._combine(_PREAMBLE)
+    combined = plan.combined[PREAMBLE]
+    if combined is None:  # built on first use (see Plan.combine)
+        combined = plan.combine(PREAMBLE)
     if combined.untimed and combined.pattern is not None:
         # The shipped preamble rules: anchored alternations of phrases and one lazy
         # lookahead over at most the first sentence (so their work is bounded by
@@ -254,28 +259,39 @@ def _first(
     if prefilter is not None and _find(prefilter, text, clock) is None:
         return -1
     for index, rule in enumerate(rules):
-        if _find(rule.compiled, text, clock) is not None:
+        if _find(_compiled(rule), text, clock) is not None:
             return index
     return -1
+
+
+def _compiled(rule: Rule) -> regex.Pattern[str]:
+    """``rule``'s pattern: a vetted one compiled without a warnings filter (safe from
+    several threads), a caller's as :attr:`Rule.compiled` does (it was compiled when
+    the rubric was made)."""
+    return pattern_of(rule, strict=gate_of(rule.pattern) is None)
 
 
 def _find(pattern: regex.Pattern[str], text: str, clock: _Clock) -> regex.Match[str] | None:
     # A pattern whose every match starts at 0 (a leading "^" that governs every
     # alternative: see _anchored; the normalised text has no newlines): match() there
     # instead of trying every position.
-    if _anchored(pattern.pattern):
+    if anchored(pattern.pattern):
         return pattern.match(text, timeout=clock.left())
     return pattern.search(text, timeout=clock.left())
 
 
-def _first_of(rules: tuple[Rule, ...], candidates: int, text: str, clock: _Clock) -> int:
-    """The index of the first rule, in order, among those whose bit is set in
-    ``candidates`` that matches, or -1."""
+def _first_of(plan: Plan, kind: int, candidates: int, text: str, clock: _Clock) -> int:
+    """The index of the first rule of group ``kind``, in order, among those whose bit
+    is set in ``candidates`` that matches, or -1. (Gated rules: vetted ones.)"""
     clock.left()
+    patterns = plan.patterns[kind]
     while candidates:
         lowest = candidates & -candidates
         index = lowest.bit_length() - 1
-        if _find(rules[index].compiled, text, clock) is not None:
+        pattern = patterns[index]
+        if pattern is None:
+            pattern = plan.vetted_pattern(kind, index)
+        if _find(pattern, text, clock) is not None:
             return index
         candidates ^= lowest
     return -1
@@ -285,63 +301,61 @@ def _first_of(rules: tuple[Rule, ...], candidates: int, text: str, clock: _Clock
 _EMPTY = (Empty(truncated=False), Empty(truncated=True))
 _COMPLIED = (Complied(truncated=False), Complied(truncated=True))
 _NO_EVIDENCE = (Deflected(truncated=False), Deflected(truncated=True))
-# The groups, by their index in Rubric._combined (rubric._GROUPS).
-_REFUSED, _DEFLECTED, _PREAMBLE = 0, 1, 2
 
 
-def _named(rubric: Rubric, kind: int, index: int, truncated: bool) -> Refused | Deflected:
-    """``Refused`` or ``Deflected`` naming rule ``index`` of ``rubric``, made once."""
+def _named(plan: Plan, kind: int, index: int, truncated: bool) -> Refused | Deflected:
+    """``Refused`` or ``Deflected`` naming rule ``index`` of the plan's rubric, made once."""
     key = (kind, index, truncated)
-    outcome = rubric._outcomes.get(key)
+    outcome = plan.outcomes.get(key)
     if outcome is None:
-        if kind == _REFUSED:
-            outcome = Refused(truncated=truncated, rule=rubric.refusal[index])
+        if kind == REFUSAL:
+            outcome = Refused(truncated=truncated, rule=plan.groups[REFUSAL][index])
         else:
-            outcome = Deflected(truncated=truncated, rule=rubric.deflection[index])
-        rubric._outcomes[key] = outcome
+            outcome = Deflected(truncated=truncated, rule=plan.groups[DEFLECTION][index])
+        plan.outcomes[key] = outcome
     return outcome
 
 
-def _first_index(rubric: Rubric, kind: int, candidates: int, opening: str, clock: _Clock) -> int:
+def _first_index(plan: Plan, kind: int, candidates: int, opening: str, clock: _Clock) -> int:
     """The index of the first rule of one group (refusal or deflection) that matches
     ``opening``, or -1: through the gates when they are exact for this opening
     (``candidates >= 0``) and the group has them, else every rule in order."""
-    scan = rubric._scan
-    rules = rubric.refusal if kind == _REFUSED else rubric.deflection
+    scan = plan.scan
+    rules = plan.groups[kind]
     if candidates >= 0 and scan is not None:
-        if kind == _REFUSED and scan.refusal_ok:
-            return _first_of(rules, candidates & scan.refusal_bits, opening, clock)
-        if kind == _DEFLECTED and scan.deflection_ok:
+        if kind == REFUSAL and scan.refusal_ok:
+            return _first_of(plan, kind, candidates & scan.refusal_bits, opening, clock)
+        if kind == DEFLECTION and scan.deflection_ok:
             deflection = (candidates >> scan.refusal_count) & scan.deflection_bits
-            return _first_of(rules, deflection, opening, clock)
-    combined = rubric._combined[kind]
-    if combined is None:  # built on first use (see Rubric._combine)
-        combined = rubric._combine(kind)
+            return _first_of(plan, kind, deflection, opening, clock)
+    combined = plan.combined[kind]
+    if combined is None:  # built on first use (see Plan.combine)
+        combined = plan.combine(kind)
     return _first(rules, combined.pattern, opening, clock)
 
 
-def _candidates(rubric: Rubric, text: str) -> int:
-    """The gates of the shipped rules, where they are exact (see rubric._gate): a bit
-    mask of the rules whose gate ``text`` passes (only those can match it), or -1."""
-    scan = rubric._scan
+def _candidates(plan: Plan, text: str) -> int:
+    """The gates of the shipped rules, where they are exact (see _gates): a bit mask of
+    the rules whose gate ``text`` passes (only those can match it), or -1."""
+    scan = plan.scan
     if scan is not None and _CASE_GUARD.search(text) is None:
         return scan.candidates(text)
     return -1
 
 
 def _declined(
-    rubric: Rubric, text: str, candidates: int, clock: _Clock, *, mapped: bool, truncated: bool
+    plan: Plan, text: str, candidates: int, clock: _Clock, *, mapped: bool, truncated: bool
 ) -> Refused | Deflected | None:
     """``Refused`` naming the first refusal rule that matches ``text``, else (unless
     an axis is ``mapped``: it decides instead) ``Deflected`` naming the first
     deflection rule that does, else None. ``candidates``: ``text``'s gate mask."""
-    index = _first_index(rubric, _REFUSED, candidates, text, clock)
+    index = _first_index(plan, REFUSAL, candidates, text, clock)
     if index >= 0:
-        return _named(rubric, _REFUSED, index, truncated)
+        return _named(plan, REFUSAL, index, truncated)
     if not mapped:
-        index = _first_index(rubric, _DEFLECTED, candidates, text, clock)
+        index = _first_index(plan, DEFLECTION, candidates, text, clock)
         if index >= 0:
-            return _named(rubric, _DEFLECTED, index, truncated)
+            return _named(plan, DEFLECTION, index, truncated)
     return None
 
 
@@ -351,17 +365,18 @@ def _decide(
     opening, whole = _opening_of(raw, rubric.opening_chars, clock)
     if not opening:
         return _EMPTY[truncated]
+    plan = plan_of(rubric)
     mapped = axis is not None and axis in rubric.axes
-    candidates = _candidates(rubric, opening)
-    declined = _declined(rubric, opening, candidates, clock, mapped=mapped, truncated=truncated)
+    candidates = _candidates(plan, opening)
+    declined = _declined(plan, opening, candidates, clock, mapped=mapped, truncated=truncated)
     if declined is not None:
         return declined
     # The opening decided nothing: where its first sentence is a preamble, the two
     # sentences after it get the same rules (see rubric.py).
-    sequel = _sequel(raw, opening, candidates, rubric, clock)
+    sequel = _sequel(raw, opening, candidates, rubric, plan, clock=clock)
     if sequel:
         declined = _declined(
-            rubric, sequel, _candidates(rubric, sequel), clock, mapped=mapped, truncated=truncated
+            plan, sequel, _candidates(plan, sequel), clock, mapped=mapped, truncated=truncated
         )
         if declined is not None:
             return declined
@@ -464,41 +479,21 @@ def _classify(
         return Error(kind=ErrorKind.DETECTOR, exception_type=type(error))
 
 
-@enum.unique
-class JudgeVerdict(enum.Enum):
-    """What a second detector (a :class:`Judge`) says of a completion: never text."""
+def read_completion(
+    completion: str | Completion | Sealed | BaseException, reader: Callable[[str], object]
+) -> object | None:
+    """``reader(text)`` for a completion's text (the judges' way to read it: see
+    :func:`probewise.judge_completion`), or ``None`` when there is none to give.
 
-    COMPLIED = "complied"
-    DEFLECTED = "deflected"
-    REFUSED = "refused"
-
-
-class Judge(Protocol):
-    """A second detector beside the rules: text in, a :class:`JudgeVerdict` out.
-
-    It is called from :func:`judge_completion`, which opens the :class:`Sealed`
-    for it (this module is the only place that opens one); what the judge does with
-    the text is the caller's, so it must not print or log it.
-    """
-
-    def __call__(self, text: str, /) -> JudgeVerdict: ...
-
-
-def judge_completion(
-    completion: str | Completion | Sealed | BaseException, judge: Judge
-) -> JudgeVerdict | None:
-    """The judge's verdict, or ``None`` when there is none to give.
-
-    ``None`` for an exception, a non-text, a provider-filtered or blank completion,
-    or a judge that raised or returned something other than a :class:`JudgeVerdict`
-    (its exception is dropped: its message might quote the text). Never raises an
-    ``Exception``; a ``KeyboardInterrupt`` (or other ``BaseException``) from the judge
-    is raised again as a fresh instance of its class holding no text.
+    ``None`` for an exception, a non-text, a provider-filtered or blank completion, or
+    a reader that raised (its exception is dropped: its message might quote the text).
+    Never raises an ``Exception``; a ``KeyboardInterrupt`` (or other ``BaseException``)
+    from the reader is raised again as a fresh instance of its class holding no text.
     """
     stop: BaseException
     try:
-        return _judge(completion, judge)
-    except BaseException as error:  # _judge turns every Exception into None
+        return _read(completion, reader)
+    except BaseException as error:  # _read turns every Exception into None
         _boundary.drop(error)
         stop = _boundary.fresh(error)
         del error
@@ -506,9 +501,9 @@ def judge_completion(
     raise stop from None
 
 
-def _judge(
-    completion: str | Completion | Sealed | BaseException, judge: Judge
-) -> JudgeVerdict | None:
+def _read(
+    completion: str | Completion | Sealed | BaseException, reader: Callable[[str], object]
+) -> object | None:
     try:
         if isinstance(completion, BaseException):
             return None
@@ -518,9 +513,9 @@ def _judge(
         text = _open(unpacked[0])
         if not normalise(text):
             return None
-        verdict = cast("object", judge(text))
+        verdict = reader(text)
         del text
     except Exception as error:
         _boundary.drop(error)
         return None
-    return verdict if isinstance(verdict, JudgeVerdict) else None
+    return verdict

@@ -14,7 +14,7 @@ from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses.calibration import Calibration, CorrectedComparison
 from probewise.responses.outcome import Deflected
-from probewise.responses.tally import ArmTally, Proportion
+from probewise.responses.stats import ArmTally, Proportion
 
 __all__ = ["ControlState", "ControlVerdict", "compare_arms"]
 

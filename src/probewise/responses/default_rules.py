@@ -1,5 +1,3 @@
-# pyright: reportPrivateUsage=false
-# (issue 22: still to fold, a private name used outside its module or class)
 """The shipped rule sets behind :meth:`probewise.Rubric.default`.
 
 Patterns match normalised text (lower case, straight apostrophes, single spaces) in
@@ -20,9 +18,9 @@ models' completions, not these sets, measure what ships.
 
 from __future__ import annotations
 
-from probewise.responses.rubric import Rubric, Rule, _vet_shipped
+from probewise.responses.rules import Rule
 
-__all__ = ["DEFAULT_DEFLECTION", "DEFAULT_PREAMBLE", "DEFAULT_REFUSAL", "DEFAULT_RUBRIC"]
+__all__ = ["DEFAULT_DEFLECTION", "DEFAULT_PREAMBLE", "DEFAULT_REFUSAL"]
 
 # An optional short first sentence (no quotes, no colon), then optional apology leads.
 _LEAD = (
@@ -392,11 +390,7 @@ DEFAULT_PREAMBLE: tuple[Rule, ...] = (
 )
 
 # Vetted: these patterns do not backtrack badly on an opening, and each gets a gate
-# (see probewise.responses.rubric._gate) that lets classify() skip it on openings it
-# cannot match. Before the rubric is built: it collects the gates. (The preamble
-# rules' gates go unused: being vetted lets classify match them without the timer.)
-_vet_shipped((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION, *DEFAULT_PREAMBLE))
-
-DEFAULT_RUBRIC: Rubric = Rubric(
-    refusal=DEFAULT_REFUSAL, deflection=DEFAULT_DEFLECTION, preamble=DEFAULT_PREAMBLE
-)
+# (see probewise.responses._gates) that lets classify() skip it on openings it cannot
+# match: _gates.ensure_shipped collects the gates (read from _default_gates.json) before
+# the first rubric is checked. (The preamble rules' gates go unused: being vetted lets
+# classify match them without the timer.) Rubric.default() is these three groups.

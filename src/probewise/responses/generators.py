@@ -36,10 +36,12 @@ import math
 import random
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
+from probewise._extras import Extra, requires
+from probewise._validation import int_at_least
 from probewise.errors import (
     EmptyChoicesError,
     InferenceServerError,
@@ -56,8 +58,21 @@ if TYPE_CHECKING:
     import ssl
 
     import httpx
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["OpenAICompatibleGenerator"]
+__all__ = [
+    "BatchGenerate",
+    "Generate",
+    "OpenAICompatibleGenerator",
+    "TransformersGenerator",
+    "shown_url",
+]
+
+P = TypeVar("P")
+P_contra = TypeVar("P_contra", contravariant=True)
+
+Generate: TypeAlias = Callable[[P], Completion | Sealed | str]
+"""The caller's generator: a prompt in, a completion out (or an exception)."""
 
 # Statuses worth another try: request timeout, too early, too many requests, and
 # every server error. Any other status (400 bad request, 401, 404 unknown model)
@@ -69,7 +84,7 @@ _OWN_KEYS = frozenset({"model", "messages", "prompt", "max_tokens", "temperature
 _FINISH = {"length": FinishReason.LENGTH, "content_filter": FinishReason.CONTENT_FILTER}
 
 
-def _shown_url(url: str) -> str:
+def shown_url(url: str) -> str:
     """``url`` without user info (``user:password@``), as repr and messages show it."""
     parts = urllib.parse.urlsplit(url)
     host = parts.netloc.rpartition("@")[2]
@@ -215,11 +230,11 @@ class OpenAICompatibleGenerator:
     ) -> None:
         _url(base_url)
         _text("model", model, what="the server's model name")
-        _count("max_tokens", max_tokens, 1)
-        _count("concurrency", concurrency, 1)
-        _count("retries", retries, 0)
+        int_at_least("max_tokens", max_tokens, 1)
+        int_at_least("concurrency", concurrency, 1)
+        int_at_least("retries", retries, 0)
         if batch_size is not None:
-            _count("batch_size", batch_size, 1)
+            int_at_least("batch_size", batch_size, 1)
         _seconds("temperature", temperature, zero=True)
         _seconds("timeout", timeout, zero=False)
         _seconds("backoff", backoff, zero=True)
@@ -257,7 +272,7 @@ class OpenAICompatibleGenerator:
         self._api_key = api_key
         self._rng = random.Random() if rng is None else rng
         self._path = "/chat/completions" if chat else "/completions"
-        self._url = _shown_url(self.base_url) + self._path
+        self._url = shown_url(self.base_url) + self._path
         self._tls: ssl.SSLContext | None = None
 
     @property
@@ -267,7 +282,7 @@ class OpenAICompatibleGenerator:
 
     def __repr__(self) -> str:
         return (
-            f"OpenAICompatibleGenerator(base_url={_shown_url(self.base_url)!r}, "
+            f"OpenAICompatibleGenerator(base_url={shown_url(self.base_url)!r}, "
             f"model={self.model!r}, chat={self.chat}, concurrency={self.concurrency})"
         )
 
@@ -384,7 +399,7 @@ class OpenAICompatibleGenerator:
 def _url(value: object) -> None:
     parts = urllib.parse.urlsplit(value) if isinstance(value, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        shown = repr(_shown_url(value)) if isinstance(value, str) else f"a {type(value).__name__}"
+        shown = repr(shown_url(value)) if isinstance(value, str) else f"a {type(value).__name__}"
         raise InvalidInputError(
             f"base_url must be an http(s) URL such as http://localhost:8000/v1, got {shown}"
         )
@@ -396,13 +411,6 @@ def _text(name: str, value: object, *, what: str, empty: bool = False) -> None:
         raise InvalidInputError(f"{name} must be {kind} ({what})")
 
 
-def _count(name: str, value: object, least: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{name} must be an int >= {least}, got {type(value).__name__}")
-    if value < least:
-        raise InvalidInputError(f"{name} must be an int >= {least}, got {value}")
-
-
 def _seconds(name: str, value: object, *, zero: bool) -> None:
     bound = ">= 0" if zero else "> 0"
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -411,3 +419,147 @@ def _seconds(name: str, value: object, *, zero: bool) -> None:
         )
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
         raise InvalidInputError(f"{name} must be a finite number {bound}, got {value!r}")
+
+
+@runtime_checkable
+class BatchGenerate(Protocol[P_contra]):
+    """A generator that does better in batches: :func:`run_arm` hands it ``batch_size`` prompts.
+
+    ``generate_batch`` returns one result per prompt, in order: a completion, or the
+    exception that prompt's generation raised.
+    """
+
+    @property
+    def batch_size(self) -> int: ...
+
+    def generate_batch(
+        self, prompts: Sequence[P_contra]
+    ) -> Sequence[Completion | BaseException]: ...
+
+
+class _Generates(Protocol):
+    def generate(self, **kwargs: object) -> object: ...
+
+
+class TransformersGenerator:
+    """Greedy (by default) batched generation with a local transformers model.
+
+    Decodes only the new tokens; a completion that reached ``max_new_tokens``
+    without an end-of-sequence token is :attr:`FinishReason.LENGTH`. Prompts go
+    through the tokenizer's chat template as one user turn when ``chat_template``
+    and the tokenizer has one. A batch that fails (out of memory, say) is retried
+    prompt by prompt; a prompt that still fails is returned as its exception, which
+    :func:`run_arm` counts as ``Error(GENERATION)``. Completions are returned
+    :class:`Sealed`, and are never logged.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        max_new_tokens: int = 128,
+        batch_size: int = 8,
+        chat_template: bool = True,
+        do_sample: bool = False,
+    ) -> None:
+        if max_new_tokens < 1:
+            raise InvalidInputError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if batch_size < 1:
+            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self._batch_size = batch_size
+        self.chat_template = chat_template
+        self.do_sample = do_sample
+
+    @property
+    def batch_size(self) -> int:
+        """Prompts per ``generate`` call."""
+        return self._batch_size
+
+    def __repr__(self) -> str:
+        return (
+            f"TransformersGenerator(model={type(self.model).__name__}, "
+            f"max_new_tokens={self.max_new_tokens}, batch_size={self._batch_size})"
+        )
+
+    def __call__(self, prompt: str) -> Completion:
+        result = self.generate_batch([prompt])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def _texts(self, prompts: Sequence[str]) -> list[str]:
+        template = getattr(self.tokenizer, "chat_template", None)
+        if not (self.chat_template and template):
+            return list(prompts)
+        texts: list[str] = []
+        for prompt in prompts:
+            rendered = self.tokenizer.apply_chat_template(  # pyright: ignore[reportUnknownMemberType]
+                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+            )
+            texts.append(str(rendered))
+        return texts
+
+    def _eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for source in (getattr(self.model, "generation_config", None), self.tokenizer):
+            value = getattr(source, "eos_token_id", None)
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, list | tuple):
+                ids.update(v for v in cast("Sequence[object]", value) if isinstance(v, int))
+        return ids
+
+    def _run(self, prompts: Sequence[str]) -> list[Completion]:
+        with requires(Extra.TORCH, "TransformersGenerator"):
+            import torch
+
+        tokenizer = self.tokenizer
+        tokenizer.padding_side = "left"  # decoder-only: new tokens start at one column
+        pad_id = tokenizer.pad_token_id
+        eos = self._eos_ids()
+        if pad_id is None:
+            pad_id = min(eos) if eos else 0
+            tokenizer.pad_token_id = pad_id
+        device = next(self.model.parameters()).device
+        encoded = tokenizer(self._texts(prompts), return_tensors="pt", padding=True)
+        input_ids = cast("torch.Tensor", encoded["input_ids"]).to(device)
+        attention_mask = cast("torch.Tensor", encoded["attention_mask"]).to(device)
+        with torch.no_grad():
+            output = cast(
+                "torch.Tensor",
+                cast("_Generates", self.model).generate(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    max_new_tokens=self.max_new_tokens,
+                    do_sample=self.do_sample,
+                    pad_token_id=pad_id,
+                ),
+            )
+        new_tokens = cast("list[list[int]]", output[:, input_ids.shape[1] :].tolist())  # pyright: ignore[reportUnknownMemberType]
+        completions: list[Completion] = []
+        for row in new_tokens:
+            cut = next((i for i, token in enumerate(row) if token in eos), None)
+            finish = FinishReason.LENGTH if cut is None else FinishReason.STOP
+            kept = row if cut is None else row[:cut]
+            text: object = tokenizer.decode(kept, skip_special_tokens=True)  # pyright: ignore[reportUnknownMemberType]
+            completions.append(Completion(Sealed(str(text)), finish))
+        return completions
+
+    def generate_batch(self, prompts: Sequence[str]) -> Sequence[Completion | BaseException]:
+        """One completion (or exception) per prompt; a failed batch is retried one by one."""
+        try:
+            return self._run(prompts)
+        except Exception:
+            if len(prompts) == 1:
+                raise
+        results: list[Completion | BaseException] = []
+        for prompt in prompts:
+            try:
+                results.extend(self._run([prompt]))
+            except Exception as error:
+                results.append(error)
+        return results

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeAlias, final
+from typing import Any, TypeAlias, final
 
 import attrs
 
 from probewise._validation import checked_type
 from probewise.errors import ArgumentTypeError
-
-if TYPE_CHECKING:
-    from probewise.responses.rubric import Rule
+from probewise.responses.rules import Rule
 
 __all__ = [
     "Complied",
@@ -54,8 +52,6 @@ class ErrorKind(enum.Enum):
 
 
 def _rule_validator(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    from probewise.responses.rubric import Rule
-
     if value is not None and not isinstance(value, Rule):
         raise ArgumentTypeError(
             f"{attribute.name} must be a Rule or None, got {type(value).__name__}"
@@ -69,8 +65,6 @@ def _to_evidence(value: Iterable[Rule]) -> tuple[Rule, ...]:
 def _evidence_validator(
     _instance: object, attribute: attrs.Attribute[Any], value: tuple[object, ...]
 ) -> None:
-    from probewise.responses.rubric import Rule
-
     for item in value:
         if not isinstance(item, Rule):
             raise ArgumentTypeError(

@@ -215,7 +215,7 @@ def test_compare_arms_and_its_verdict_raise_typed_errors_that_name_types_only() 
         ControlVerdict,
         compare_arms,
     )
-    from probewise.responses.tally import Proportion
+    from probewise.responses.stats import Proportion
 
     canary = "CANARY-compare-arms-7f3a"
     with pytest.raises(ArgumentTypeError, match="two ArmTally"):

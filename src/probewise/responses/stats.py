@@ -1,7 +1,9 @@
-"""ArmTally: the counts of one arm, a commutative monoid; Proportion with Wilson intervals."""
+"""Counting outcomes: Proportion with Wilson intervals, ArmTally (the counts of one arm, a
+commutative monoid), OutcomeBucket, and McNemar (the exact paired test of two arms)."""
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Iterable, Mapping
 from statistics import NormalDist
@@ -14,7 +16,7 @@ from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
 
-__all__ = ["ArmTally", "Proportion"]
+__all__ = ["ArmTally", "McNemar", "OutcomeBucket", "Proportion"]
 
 
 @final
@@ -236,3 +238,69 @@ class ArmTally:
                 )
             values[key] = value
         return cls(**values)
+
+
+@enum.unique
+class OutcomeBucket(enum.Enum):
+    """The five outcome buckets, as a closed set (for per-bucket figures)."""
+
+    COMPLIED = "complied"
+    DEFLECTED = "deflected"
+    REFUSED = "refused"
+    EMPTY = "empty"
+    ERROR = "error"
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> OutcomeBucket:
+        """The bucket an outcome falls in."""
+        match outcome:
+            case Complied():
+                return cls.COMPLIED
+            case Deflected():
+                return cls.DEFLECTED
+            case Refused():
+                return cls.REFUSED
+            case Empty():
+                return cls.EMPTY
+            case Error():
+                return cls.ERROR
+
+
+def _p_value(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, float | int):
+        raise ArgumentTypeError(
+            f"McNemar.{attribute.name} must be a float, got {type(value).__name__}"
+        )
+    if not 0.0 <= value <= 1.0:
+        raise InvalidInputError(f"McNemar.{attribute.name} must be in [0, 1], got {value}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class McNemar:
+    """Exact McNemar test for one bucket on the discordant pairs.
+
+    ``only_a`` counts prompts in the bucket under arm A but not under B, ``only_b``
+    the reverse; under no difference each discordant pair is a fair coin, so
+    ``p_value`` is the two-sided exact binomial test of ``only_a`` out of
+    ``only_a + only_b`` at 1/2 (1.0 when there are no discordant pairs).
+    """
+
+    bucket: OutcomeBucket
+    only_a: int
+    only_b: int
+    p_value: float = attrs.field(validator=_p_value)
+
+    @property
+    def discordant(self) -> int:
+        """Pairs that disagree about this bucket."""
+        return self.only_a + self.only_b
+
+
+def mcnemar(bucket: OutcomeBucket, only_a: int, only_b: int) -> McNemar:
+    """The exact McNemar test of one bucket (see :class:`McNemar`)."""
+    from scipy.stats import binomtest
+
+    n = only_a + only_b
+    p = 1.0 if n == 0 else float(binomtest(only_a, n, 0.5, alternative="two-sided").pvalue)
+    return McNemar(bucket=bucket, only_a=only_a, only_b=only_b, p_value=min(1.0, p))
