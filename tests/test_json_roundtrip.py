@@ -12,9 +12,11 @@ where the class allows them):
   (and ``KernelTable.from_json``), and agrees with ``_json.structure`` on bad documents.
 
 The :class:`~probewise._json.Shape` of each class that is not written as its fields
-in field order is declared in the class's own module. Until a module is converted,
-its classes' shapes are declared here (``_STAGED``), so that the differential check
-holds the declaration to the hand-written ``to_dict`` it will replace.
+in field order is declared in the class's own module, and each ``to_dict`` is one
+call into ``_json``: the differential check held every declaration to the
+hand-written ``to_dict`` it replaced (issue 22; the shapes were staged here until
+then), and now holds ``to_dict`` to ``_json``; the round trips and the error checks
+hold the reading side.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from probewise.responses import (
     CorrectedComparison,
     CorrectedRate,
     CorrectionMethod,
-    HumanLabel,
     JudgeAgreement,
     JudgeVerdict,
     OutcomeBucket,
@@ -90,97 +91,9 @@ Shape = _json.Shape
 JsonValue = _json.JsonValue
 Strategy: TypeAlias = st.SearchStrategy[object]
 
-# --------------------------------------------------------------------------- staged shapes
-# Declarations that move into the classes' modules when their to_dict is converted.
-
 _ROW_NAMES = ("complied", "refused", "deflected")
-_LABELS = tuple(HumanLabel)
-
-
-def _dump_matrix(value: object) -> JsonValue:
-    matrix = cast("tuple[tuple[int, ...], ...]", value)
-    return {
-        name: {label.value: count for label, count in zip(_LABELS, row, strict=True)}
-        for name, row in zip(_ROW_NAMES, matrix, strict=True)
-    }
-
-
-def _load_matrix(value: JsonValue) -> object:
-    rows = [[0] * len(_LABELS) for _ in _ROW_NAMES]
-    if not isinstance(value, dict):
-        raise InvalidInputError("Calibration.matrix must be a mapping")
-    for name, row in value.items():
-        if name not in _ROW_NAMES:
-            raise InvalidInputError(
-                f"unknown rubric bucket {name!r} in Calibration.matrix; expected {list(_ROW_NAMES)}"
-            )
-        if not isinstance(row, dict):
-            raise InvalidInputError(f"Calibration.matrix.{name} must be a mapping")
-        for label, count in row.items():
-            try:
-                j = _LABELS.index(HumanLabel(label))
-            except ValueError:
-                raise InvalidInputError(
-                    f"unknown human label {label!r} in Calibration.matrix.{name}"
-                ) from None
-            if not isinstance(count, int) or isinstance(count, bool):
-                raise InvalidInputError(
-                    f"Calibration.matrix.{name}.{label} must be an int >= 0, "
-                    f"got {type(count).__name__}"
-                )
-            if count < 0:
-                raise InvalidInputError(
-                    f"Calibration.matrix.{name}.{label} must be an int >= 0, got {count}"
-                )
-            rows[_ROW_NAMES.index(name)][j] = count
-    return rows
-
-
-def _dump_cells(value: object) -> JsonValue:
-    cells = cast("Mapping[tuple[OutcomeBucket, JudgeVerdict], int]", value)
-    return [
-        {"rules": b.value, "judge": v.value, "count": n}
-        for (b, v), n in sorted(
-            cells.items(), key=lambda item: (item[0][0].value, item[0][1].value)
-        )
-    ]
-
-
-def _load_cells(value: JsonValue) -> object:
-    if not isinstance(value, list):
-        raise InvalidInputError("JudgeAgreement.cells must be an array")
-    cells: dict[tuple[OutcomeBucket, JudgeVerdict], object] = {}
-    for cell in value:
-        if not isinstance(cell, dict):
-            raise InvalidInputError("JudgeAgreement.cells must hold objects")
-        bucket = OutcomeBucket(cell["rules"])
-        verdict = JudgeVerdict(cell["judge"])
-        cells[bucket, verdict] = cell["count"]
-    return cells
-
-
 _KERNEL_FORMAT = KernelTable.empty().to_dict()["format"]
 assert isinstance(_KERNEL_FORMAT, str)
-
-_STAGED: dict[type, _json.Shape] = {
-    Proportion: Shape(nan_as_none={"estimate"}),
-    CorrectedRate: Shape(after={"n": "method"}, nan_as_none={"estimate"}),
-    CorrectedComparison: Shape(
-        after={"rates_differ": "p_value"}, nan_as_none={"difference", "p_value"}
-    ),
-    Calibration: Shape(codecs={"matrix": _json.Codec(dump=_dump_matrix, load=_load_matrix)}),
-    ControlVerdict: Shape(
-        after={"rates_differ": "p_value"},
-        nan_as_none={"p_value", "failed_share_a", "failed_share_b"},
-        omit_if_none={"corrected"},
-    ),
-    JudgeAgreement: Shape(
-        after={"judged": "unjudged", "agree": "judged", "disagree": "agree"},
-        codecs={"cells": _json.Codec(dump=_dump_cells, load=_load_cells)},
-    ),
-}
-for _cls, _shape in _STAGED.items():
-    _json.register(_cls, _shape)
 
 # --------------------------------------------------------------------------- strategies
 
