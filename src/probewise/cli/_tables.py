@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from probewise import _json
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Refused
 
 if TYPE_CHECKING:
@@ -32,10 +33,7 @@ def paired_document(result: PairedResult) -> dict[str, object]:
         "tally_a": result.tally_a.to_dict(),
         "tally_b": result.tally_b.to_dict(),
         "control": result.control.to_dict(),
-        "mcnemar": [
-            {"bucket": m.bucket.value, "only_a": m.only_a, "only_b": m.only_b, "p_value": m.p_value}
-            for m in result.mcnemar
-        ],
+        "mcnemar": [_json.unstructure(m) for m in result.mcnemar],
     }
 
 
