@@ -318,14 +318,14 @@ def _dump_matrix(value: object) -> _json.JsonValue:
 def _load_matrix(value: _json.JsonValue) -> list[list[int]]:
     """The inverse of :func:`_dump_matrix`; a bucket or label left out counts 0."""
     rows: list[list[int]] = [[0] * len(_LABELS) for _ in _ROWS]
-    if not isinstance(value, dict):
+    if not isinstance(value, Mapping):
         raise InvalidInputError("Calibration.matrix must be a mapping")
     for name, row in value.items():
         if name not in _ROW_NAMES:
             raise InvalidInputError(
                 f"unknown rubric bucket {name!r} in Calibration.matrix; expected {list(_ROW_NAMES)}"
             )
-        if not isinstance(row, dict):
+        if not isinstance(row, Mapping):
             raise InvalidInputError(f"Calibration.matrix.{name} must be a mapping")
         for label, count in row.items():
             try:
