@@ -47,7 +47,7 @@ from typing import Final, TypeAlias, TypeVar, cast, final
 
 import attrs
 
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeError, InvalidInputError
 
 __all__ = [
     "Codec",
@@ -131,10 +131,10 @@ _HINTS: dict[type, dict[str, object]] = {}
 def register(cls: type, shape: Shape) -> None:
     """Declare ``cls``'s JSON shape (an attrs class; once, or again with an equal shape)."""
     if not attrs.has(cls):
-        raise TypeError(f"{cls.__name__} is not an attrs class")
+        raise ArgumentTypeError(f"{cls.__name__} is not an attrs class")
     known = _SHAPES.get(cls)
     if known is not None and known != shape:
-        raise TypeError(f"{cls.__name__} already has another JSON shape")
+        raise ArgumentTypeError(f"{cls.__name__} already has another JSON shape")
     _SHAPES[cls] = shape
     _PLANS.pop(cls, None)
 
@@ -194,7 +194,7 @@ def unstructure(value: object) -> JsonValue:
     if isinstance(value, Mapping):
         pairs = cast("Mapping[object, object]", value).items()
         return {_key(key): unstructure(item) for key, item in pairs}
-    raise TypeError(f"no JSON form for {type(value).__name__}")
+    raise ArgumentTypeError(f"no JSON form for {type(value).__name__}")
 
 
 def _named_fields(cls: type) -> tuple[str, ...] | None:
@@ -209,7 +209,9 @@ def _key(key: object) -> str:
     if isinstance(key, enum.Enum):
         key = cast("object", key.value)
     if not isinstance(key, str):
-        raise TypeError(f"a JSON object key must be a str or a str enum, got {type(key).__name__}")
+        raise ArgumentTypeError(
+            f"a JSON object key must be a str or a str enum, got {type(key).__name__}"
+        )
     return key
 
 
@@ -268,7 +270,7 @@ def structure(data: object, cls: type[_T], *, ignore_unknown: bool = False) -> _
 def _structure(data: object, cls: type[_T], *, strict: bool) -> _T:
     make: Callable[..., _T] = cls
     if not attrs.has(cls):
-        raise TypeError(f"{cls.__name__} is not an attrs class")
+        raise ArgumentTypeError(f"{cls.__name__} is not an attrs class")
     name = cls.__name__
     document = _mapping(data, name)
     shape, expected = _plan(cls)
@@ -342,7 +344,7 @@ def _load(value: object, hint: object, where: str, *, nan: bool, strict: bool) -
         }
     if isinstance(hint, type):
         return _load_type(value, hint, where, nan=nan, strict=strict)
-    raise TypeError(f"{where}: no JSON reading for {hint!r}")
+    raise ArgumentTypeError(f"{where}: no JSON reading for {hint!r}")
 
 
 def _load_union(
@@ -406,7 +408,7 @@ def _load_class(
             for key in fields
         }
         return make(**loaded)
-    raise TypeError(f"{where}: no JSON reading for {hint.__name__}")
+    raise ArgumentTypeError(f"{where}: no JSON reading for {hint.__name__}")
 
 
 def _list(value: object, where: str) -> list[object]:
