@@ -48,15 +48,7 @@ def layer_document(layer: LayerAttention) -> dict[str, object]:
         "mask": layer.mask.value,
         "mask_bytes": layer.mask_bytes,
         "is_causal": layer.is_causal,
-        "band": {
-            "kind": band.kind.value,
-            "window": band.window,
-            "segments": [list(row) for row in band.segments],
-            "padding_columns": list(band.padding_columns),
-            "masked_rows": list(band.masked_rows),
-            "allowed_share": band.allowed_share,
-            "description": band.describe(),
-        },
+        "band": {**_json.to_dict(band), "description": band.describe()},
         "gqa": layer.gqa.value,
         "query_heads": call.query_heads,
         "kv_heads": layer.kv_heads,
@@ -77,22 +69,11 @@ def layer_document(layer: LayerAttention) -> dict[str, object]:
 
 def report_document(report: MaskReport) -> dict[str, object]:
     """The whole report as JSON."""
-    scenario = report.scenario
     return {
         "model_type": report.model_type,
         "architecture": report.architecture,
         "transformers_version": report.transformers_version,
-        "scenario": {
-            "seq_len": scenario.seq_len,
-            "batch": scenario.batch,
-            "padding": scenario.padding.value,
-            "lengths": list(scenario.lengths),
-            "packing": scenario.packing.value,
-            "documents": list(scenario.documents),
-            "training": scenario.training,
-            "use_cache": scenario.use_cache,
-            "gradient_checkpointing": scenario.gradient_checkpointing,
-        },
+        "scenario": _json.to_dict(report.scenario),
         "kv_cache": report.kv_cache,
         "dtype": report.dtype.value,
         "capability": list(report.capability),
