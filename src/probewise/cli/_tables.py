@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from probewise import _json
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Refused
 
 if TYPE_CHECKING:
@@ -32,10 +33,7 @@ def paired_document(result: PairedResult) -> dict[str, object]:
         "tally_a": result.tally_a.to_dict(),
         "tally_b": result.tally_b.to_dict(),
         "control": result.control.to_dict(),
-        "mcnemar": [
-            {"bucket": m.bucket.value, "only_a": m.only_a, "only_b": m.only_b, "p_value": m.p_value}
-            for m in result.mcnemar
-        ],
+        "mcnemar": [_json.unstructure(m) for m in result.mcnemar],
     }
 
 
@@ -50,15 +48,7 @@ def layer_document(layer: LayerAttention) -> dict[str, object]:
         "mask": layer.mask.value,
         "mask_bytes": layer.mask_bytes,
         "is_causal": layer.is_causal,
-        "band": {
-            "kind": band.kind.value,
-            "window": band.window,
-            "segments": [list(row) for row in band.segments],
-            "padding_columns": list(band.padding_columns),
-            "masked_rows": list(band.masked_rows),
-            "allowed_share": band.allowed_share,
-            "description": band.describe(),
-        },
+        "band": {**_json.to_dict(band), "description": band.describe()},
         "gqa": layer.gqa.value,
         "query_heads": call.query_heads,
         "kv_heads": layer.kv_heads,
@@ -79,22 +69,11 @@ def layer_document(layer: LayerAttention) -> dict[str, object]:
 
 def report_document(report: MaskReport) -> dict[str, object]:
     """The whole report as JSON."""
-    scenario = report.scenario
     return {
         "model_type": report.model_type,
         "architecture": report.architecture,
         "transformers_version": report.transformers_version,
-        "scenario": {
-            "seq_len": scenario.seq_len,
-            "batch": scenario.batch,
-            "padding": scenario.padding.value,
-            "lengths": list(scenario.lengths),
-            "packing": scenario.packing.value,
-            "documents": list(scenario.documents),
-            "training": scenario.training,
-            "use_cache": scenario.use_cache,
-            "gradient_checkpointing": scenario.gradient_checkpointing,
-        },
+        "scenario": _json.to_dict(report.scenario),
         "kv_cache": report.kv_cache,
         "dtype": report.dtype.value,
         "capability": list(report.capability),

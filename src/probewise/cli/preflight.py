@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise import _json
 from probewise.cli._args import run_probe
 from probewise.cli._tables import forward_description, print_mask_table, report_document
 from probewise.errors import InvalidInputError, SweepNoOpError
@@ -280,10 +281,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
             "passed": not failed,
             "config": str(args.config),
             "lengths": source,
-            "checks": [
-                {"name": c.name, "status": c.status.value, "detail": c.detail, "figures": c.figures}
-                for c in checks
-            ],
+            "checks": [_json.unstructure(c) for c in checks],
             "masks": report_document(report),
         }
         print(json.dumps(document, indent=2, allow_nan=False))

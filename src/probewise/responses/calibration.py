@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast, final
 
 import attrs
 
+from probewise import _json
 from probewise._validation import checked_type
 from probewise._validation import count as _count
 from probewise._validation import unit_or_nan as _unit_or_nan
@@ -153,19 +154,10 @@ class ThreeWayRates:
 
     def to_dict(self) -> dict[str, float | bool]:
         """JSON-ready values."""
-        return {
-            name: getattr(self, name)
-            for name in (
-                "complied", "refused", "deflected", "complied_low", "complied_high",
-                "refused_low", "refused_high", "deflected_low", "deflected_high", "clipped",
-            )
-        }  # fmt: skip
+        return cast("dict[str, float | bool]", _json.to_dict(self))
 
 
-def _clean(value: float) -> float | None:
-    return None if math.isnan(value) else value
-
-
+@_json.shaped(_json.Shape(after={"n": "method"}, nan_as_none={"estimate"}))
 @final
 @attrs.frozen(kw_only=True)
 class CorrectedRate:
@@ -215,21 +207,7 @@ class CorrectedRate:
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values (NaN becomes ``None``)."""
-        return {
-            "observed": self.observed.to_dict(),
-            "estimate": _clean(self.estimate),
-            "low": self.low,
-            "high": self.high,
-            "clipped": self.clipped,
-            "sensitivity": self.sensitivity.to_dict(),
-            "specificity": self.specificity.to_dict(),
-            "confidence": self.confidence,
-            "method": self.method.value,
-            "n": self.n,
-            "empty": self.empty,
-            "error": self.error,
-            "three_way": None if self.three_way is None else self.three_way.to_dict(),
-        }
+        return _json.to_dict(self)
 
 
 def _difference_bound(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
@@ -239,6 +217,7 @@ def _difference_bound(_instance: object, attribute: attrs.Attribute[float], valu
         raise InvalidInputError(f"{attribute.name} must lie in [-1, 1], got {value!r}")
 
 
+@_json.shaped(_json.Shape(after={"rates_differ": "p_value"}, nan_as_none={"difference", "p_value"}))
 @final
 @attrs.frozen(kw_only=True)
 class CorrectedComparison:
@@ -283,18 +262,42 @@ class CorrectedComparison:
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values (NaN becomes ``None``)."""
-        return {
-            "a": self.a.to_dict(),
-            "b": self.b.to_dict(),
-            "difference": _clean(self.difference),
-            "low": self.low,
-            "high": self.high,
-            "p_value": _clean(self.p_value),
-            "rates_differ": self.rates_differ,
-            "confidence": self.confidence,
-        }
+        return _json.to_dict(self)
 
 
+def _dump_matrix(value: object) -> _json.JsonValue:
+    """``matrix`` as ``{rubric bucket: {human label: count}}``."""
+    rows = cast("tuple[tuple[int, ...], ...]", value)
+    return {
+        name: {label.value: count for label, count in zip(_LABELS, row, strict=True)}
+        for name, row in zip(_ROW_NAMES, rows, strict=True)
+    }
+
+
+def _load_matrix(value: _json.JsonValue) -> list[list[int]]:
+    """The inverse of :func:`_dump_matrix`; a bucket or label left out counts 0."""
+    rows: list[list[int]] = [[0] * len(_LABELS) for _ in _ROWS]
+    if not isinstance(value, Mapping):
+        raise InvalidInputError("Calibration.matrix must be a mapping")
+    for name, row in value.items():
+        if name not in _ROW_NAMES:
+            raise InvalidInputError(
+                f"unknown rubric bucket {name!r} in Calibration.matrix; expected {list(_ROW_NAMES)}"
+            )
+        if not isinstance(row, Mapping):
+            raise InvalidInputError(f"Calibration.matrix.{name} must be a mapping")
+        for label, count in row.items():
+            try:
+                j = _LABELS.index(HumanLabel(label))
+            except ValueError:
+                raise InvalidInputError(
+                    f"unknown human label {label!r} in Calibration.matrix.{name}"
+                ) from None
+            rows[_ROW_NAMES.index(name)][j] = _int_count(count, f"matrix.{name}.{label}")
+    return rows
+
+
+@_json.shaped(_json.Shape(codecs={"matrix": _json.Codec(dump=_dump_matrix, load=_load_matrix)}))
 @final
 @attrs.frozen(kw_only=True)
 class Calibration:
@@ -609,51 +612,20 @@ class Calibration:
 
     def to_dict(self) -> dict[str, object]:
         """The counts, JSON-ready: ``matrix`` maps rubric bucket to human label to count."""
-        return {
-            "matrix": {
-                name: {lab.value: count for lab, count in zip(_LABELS, row, strict=True)}
-                for name, row in zip(_ROW_NAMES, self.matrix, strict=True)
-            },
-            "empty": self.empty,
-            "error": self.error,
-        }
+        return _json.to_dict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Calibration:
         """Inverse of :meth:`to_dict`; unknown keys or non-int counts raise
         :class:`~probewise.InvalidInputError`."""
-        unknown = sorted(set(data) - {"matrix", "empty", "error"})
-        if unknown:
+        expected = [field.name for field in attrs.fields(cls)]
+        unknown = sorted(set(data) - set(expected))
+        if unknown:  # the message this method has always given (not _json's list form)
             raise InvalidInputError(
-                f"unknown Calibration fields {unknown}; expected matrix, empty, error"
+                f"unknown Calibration fields {unknown}; expected {', '.join(expected)}"
             )
-        rows: list[list[int]] = [[0] * len(_LABELS) for _ in _ROWS]
-        matrix = data.get("matrix", {})
-        if not isinstance(matrix, Mapping):
-            raise InvalidInputError("Calibration.matrix must be a mapping")
-        for name, row in matrix.items():  # pyright: ignore[reportUnknownVariableType]
-            if name not in _ROW_NAMES:
-                raise InvalidInputError(
-                    f"unknown rubric bucket {name!r} in Calibration.matrix; "
-                    f"expected {list(_ROW_NAMES)}"
-                )
-            if not isinstance(row, Mapping):
-                raise InvalidInputError(f"Calibration.matrix.{name} must be a mapping")
-            for label, count in row.items():  # pyright: ignore[reportUnknownVariableType]
-                try:
-                    j = _LABELS.index(HumanLabel(label))
-                except ValueError:
-                    raise InvalidInputError(
-                        f"unknown human label {label!r} in Calibration.matrix.{name}"
-                    ) from None
-                rows[_ROW_NAMES.index(name)][j] = _int_count(
-                    cast("object", count), f"matrix.{name}.{label}"
-                )
-        return cls(
-            matrix=rows,
-            empty=_int_count(data.get("empty", 0), "empty"),
-            error=_int_count(data.get("error", 0), "error"),
-        )
+        counts = {key: _int_count(data[key], key) for key in ("empty", "error") if key in data}
+        return _json.structure({**data, **counts}, cls)
 
 
 def _int_count(value: object, where: str) -> int:

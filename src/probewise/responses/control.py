@@ -8,6 +8,7 @@ from typing import cast, final
 
 import attrs
 
+from probewise import _json
 from probewise._validation import checked_type
 from probewise._validation import count as _count
 from probewise._validation import unit_or_nan as _unit_or_nan
@@ -32,6 +33,13 @@ class ControlState(enum.Enum):
     """An arm has no answered completion, or too many Empty/Error outcomes."""
 
 
+@_json.shaped(
+    _json.Shape(
+        after={"rates_differ": "p_value"},
+        nan_as_none={"p_value", "failed_share_a", "failed_share_b"},
+        omit_if_none={"corrected"},
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class ControlVerdict:
@@ -88,25 +96,7 @@ class ControlVerdict:
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready values (NaN becomes ``None``)."""
-
-        def clean(value: float) -> float | None:
-            return None if math.isnan(value) else value
-
-        data: dict[str, object] = {
-            "state": self.state.value,
-            "deflected_a": self.deflected_a,
-            "deflected_b": self.deflected_b,
-            "p_value": clean(self.p_value),
-            "rates_differ": self.rates_differ,
-            "failed_share_a": clean(self.failed_share_a),
-            "failed_share_b": clean(self.failed_share_b),
-            "rate_a": self.rate_a.to_dict(),
-            "rate_b": self.rate_b.to_dict(),
-            "alpha": self.alpha,
-        }
-        if self.corrected is not None:
-            data["corrected"] = self.corrected.to_dict()
-        return data
+        return _json.to_dict(self)
 
 
 def _failed_share(tally: ArmTally) -> float:

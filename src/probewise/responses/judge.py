@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol, cast, final
 
 import attrs
 
+from probewise import _json
 from probewise._extras import Extra, requires
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses.classifier import Completion, read_completion
@@ -86,6 +87,41 @@ _AGREES = {
 }
 
 
+def _dump_cells(value: object) -> _json.JsonValue:
+    """``cells`` as ``[{"rules": bucket, "judge": verdict, "count": n}]``, sorted."""
+    cells = cast("Mapping[tuple[OutcomeBucket, JudgeVerdict], int]", value)
+    return [
+        {"rules": b.value, "judge": v.value, "count": n}
+        for (b, v), n in sorted(
+            cells.items(), key=lambda item: (item[0][0].value, item[0][1].value)
+        )
+    ]
+
+
+def _load_cells(value: _json.JsonValue) -> dict[tuple[OutcomeBucket, JudgeVerdict], object]:
+    """The inverse of :func:`_dump_cells` (the counts are checked by the field's converter)."""
+    if not isinstance(value, list):
+        raise InvalidInputError("JudgeAgreement.cells must be an array")
+    cells: dict[tuple[OutcomeBucket, JudgeVerdict], object] = {}
+    for cell in value:
+        if not isinstance(cell, dict) or set(cell) != {"rules", "judge", "count"}:
+            raise InvalidInputError("JudgeAgreement.cells must hold {rules, judge, count} objects")
+        try:
+            key = (OutcomeBucket(cell["rules"]), JudgeVerdict(cell["judge"]))
+        except ValueError:
+            raise InvalidInputError(
+                "JudgeAgreement.cells: unknown rules bucket or judge verdict"
+            ) from None
+        cells[key] = cell["count"]
+    return cells
+
+
+@_json.shaped(
+    _json.Shape(
+        after={"judged": "unjudged", "agree": "judged", "disagree": "agree"},
+        codecs={"cells": _json.Codec(dump=_dump_cells, load=_load_cells)},
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class JudgeAgreement:
@@ -133,18 +169,7 @@ class JudgeAgreement:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
-        return {
-            "cells": [
-                {"rules": b.value, "judge": v.value, "count": n}
-                for (b, v), n in sorted(
-                    self.cells.items(), key=lambda item: (item[0][0].value, item[0][1].value)
-                )
-            ],
-            "unjudged": self.unjudged,
-            "judged": self.judged,
-            "agree": self.agree,
-            "disagree": self.disagree,
-        }
+        return _json.to_dict(self)
 
 
 class TransformersJudge:

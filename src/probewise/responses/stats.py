@@ -11,6 +11,7 @@ from typing import Literal, assert_never, cast, final
 
 import attrs
 
+from probewise import _json
 from probewise._validation import count as _count
 from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, InvalidInputError
@@ -19,6 +20,7 @@ from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outco
 __all__ = ["ArmTally", "McNemar", "OutcomeBucket", "Proportion"]
 
 
+@_json.shaped(_json.Shape(nan_as_none={"estimate"}))
 @final
 @attrs.frozen(kw_only=True)
 class Proportion:
@@ -94,13 +96,7 @@ class Proportion:
 
     def to_dict(self) -> dict[str, float | int | None]:
         """Plain JSON-ready values (NaN becomes ``None``)."""
-        return {
-            "successes": self.successes,
-            "trials": self.trials,
-            "estimate": None if math.isnan(self.estimate) else self.estimate,
-            "low": self.low,
-            "high": self.high,
-        }
+        return cast("dict[str, float | int | None]", _json.to_dict(self))
 
 
 Bucket = type[Complied] | type[Deflected] | type[Refused] | type[Empty] | type[Error]
@@ -222,22 +218,12 @@ class ArmTally:
 
     def to_dict(self) -> dict[str, int]:
         """The six counts, JSON-ready."""
-        return {f: int(getattr(self, f)) for f in _FIELDS}
+        return cast("dict[str, int]", _json.to_dict(self))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> ArmTally:
         """Inverse of :meth:`to_dict`; unknown keys or non-int counts raise."""
-        unknown = sorted(set(data) - set(_FIELDS))
-        if unknown:
-            raise InvalidInputError(f"unknown ArmTally fields {unknown}; expected {list(_FIELDS)}")
-        values: dict[str, int] = {}
-        for key, value in data.items():
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise InvalidInputError(
-                    f"ArmTally.{key} must be an int, got {type(value).__name__}"
-                )
-            values[key] = value
-        return cls(**values)
+        return _json.structure(data, cls)
 
 
 @enum.unique

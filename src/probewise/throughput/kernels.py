@@ -23,13 +23,14 @@ from __future__ import annotations
 import enum
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Final, assert_never, cast, final
 
 import attrs
 import regex
 
+from probewise import _json
 from probewise._validation import (
     checked_type,
     duration,
@@ -203,12 +204,7 @@ class KernelRow:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "name": self.name,
-            "calls": self.calls,
-            "device_us": self.device_us,
-            "kind": self.kind.value,
-        }
+        return _json.to_dict(self)
 
 
 @enum.unique
@@ -247,7 +243,7 @@ class Exclusion:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {"reason": self.reason.value, "events": self.events, "total_us": self.total_us}
+        return _json.to_dict(self)
 
 
 @final
@@ -280,14 +276,7 @@ class StepBreakdown:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "step": self.step,
-            "span_us": self.span_us,
-            "kernel_us": self.kernel_us,
-            "memcpy_us": self.memcpy_us,
-            "memset_us": self.memset_us,
-            "device_events": self.device_events,
-        }
+        return _json.to_dict(self)
 
 
 @final
@@ -307,12 +296,7 @@ class Damage:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "kind": self.kind.value,
-            "offset": self.offset,
-            "message": self.message,
-            "events_kept": self.events_kept,
-        }
+        return _json.to_dict(self)
 
 
 def _notes(value: object) -> tuple[str, ...]:
@@ -361,17 +345,7 @@ class TraceSource:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "path": self.path,
-            "rank": self.rank,
-            "world_size": self.world_size,
-            "events": self.events,
-            "devices": list(self.devices),
-            "display_time_unit": self.display_time_unit,
-            "base_time_ns": self.base_time_ns,
-            "damage": None if self.damage is None else self.damage.to_dict(),
-            "notes": list(self.notes),
-        }
+        return _json.to_dict(self)
 
 
 def _source_key(source: TraceSource) -> tuple[int, int, str, int, str]:
@@ -387,6 +361,9 @@ def _source_key(source: TraceSource) -> tuple[int, int, str, int, str]:
 # --------------------------------------------------------------------------- diff
 
 
+@_json.shaped(
+    _json.Shape(after={"delta_us": "after_us", "ratio": "delta_us"}, finite_or_none={"ratio"})
+)
 @final
 @attrs.frozen(kw_only=True)
 class KernelChange:
@@ -413,19 +390,12 @@ class KernelChange:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values (an infinite or undefined ratio becomes ``None``)."""
-        ratio = self.ratio
-        return {
-            "name": self.name,
-            "kind": self.kind.value,
-            "before_us": self.before_us,
-            "after_us": self.after_us,
-            "delta_us": self.delta_us,
-            "ratio": ratio if math.isfinite(ratio) else None,
-            "before_calls": self.before_calls,
-            "after_calls": self.after_calls,
-        }
+        return _json.to_dict(self)
 
 
+@_json.shaped(
+    _json.Shape(after={"delta_kernel_us": "after_kernel_us", "changes": "delta_kernel_us"})
+)
 @final
 @attrs.frozen(kw_only=True)
 class KernelDiff:
@@ -442,12 +412,7 @@ class KernelDiff:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "before_kernel_us": self.before_kernel_us,
-            "after_kernel_us": self.after_kernel_us,
-            "delta_kernel_us": self.delta_kernel_us,
-            "changes": [change.to_dict() for change in self.changes],
-        }
+        return _json.to_dict(self)
 
 
 # --------------------------------------------------------------------------- table
@@ -493,6 +458,19 @@ def _unique(what: str, keys: Sequence[object]) -> None:
         raise InvalidInputError(f"{what} must be unique; merge duplicates with KernelTable.of_rows")
 
 
+@_json.shaped(
+    _json.Shape(
+        after={
+            "format": None,
+            "kernel_us": "format",
+            "memcpy_us": "kernel_us",
+            "memset_us": "memcpy_us",
+            "naive_device_us": "memset_us",
+            "missing_ranks": "sources",
+        },
+        constant={"format": _JSON_FORMAT},
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class KernelTable:
@@ -752,18 +730,7 @@ class KernelTable:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values (what :meth:`to_json` writes)."""
-        return {
-            "format": _JSON_FORMAT,
-            "kernel_us": self.kernel_us,
-            "memcpy_us": self.memcpy_us,
-            "memset_us": self.memset_us,
-            "naive_device_us": self.naive_device_us,
-            "rows": [row.to_dict() for row in self.rows],
-            "excluded": [item.to_dict() for item in self.excluded],
-            "steps": [step.to_dict() for step in self.steps],
-            "sources": [source.to_dict() for source in self.sources],
-            "missing_ranks": list(self.missing_ranks),
-        }
+        return _json.to_dict(self)
 
     def to_json(self, *, indent: int | None = None) -> str:
         """JSON text that :meth:`from_json` reads back into an equal table."""
@@ -777,8 +744,8 @@ class KernelTable:
         except (ValueError, UnicodeDecodeError) as error:
             raise InvalidInputError(f"not KernelTable JSON: {error}") from None
         try:
-            return _table_from_dict(data)
-        except (KeyError, TypeError, ValueError) as error:
+            return _json.structure(data, cls, ignore_unknown=True)
+        except (TypeError, ValueError) as error:
             raise InvalidInputError(f"not KernelTable JSON: {error!r}") from None
 
 
@@ -808,112 +775,4 @@ def _merge_exclusions(items: Iterable[Exclusion]) -> tuple[Exclusion, ...]:
     return tuple(
         Exclusion(reason=reason, events=events, total_us=_us(ns))
         for reason, (events, ns) in totals.items()
-    )
-
-
-def _mapping(value: object, what: str) -> Mapping[str, object]:
-    if not isinstance(value, dict):
-        raise ArgumentTypeError(f"{what} must be an object, got {type(value).__name__}")
-    return {str(k): v for k, v in cast("dict[object, object]", value).items()}
-
-
-def _sequence(value: object, what: str) -> list[object]:
-    if not isinstance(value, list):
-        raise ArgumentTypeError(f"{what} must be an array, got {type(value).__name__}")
-    return list(cast("list[object]", value))
-
-
-def _int_or_none(value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"expected an int or null, got {type(value).__name__}")
-    return value
-
-
-def _int(value: object) -> int:
-    out = _int_or_none(value)
-    if out is None:
-        raise ArgumentTypeError("expected an int, got null")
-    return out
-
-
-def _float(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ArgumentTypeError(f"expected a number, got {type(value).__name__}")
-    return float(value)
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise ArgumentTypeError(f"expected a string, got {type(value).__name__}")
-    return value
-
-
-def _table_from_dict(data: object) -> KernelTable:
-    top = _mapping(data, "the document")
-    if top.get("format") != _JSON_FORMAT:
-        raise InvalidInputError(f"format must be {_JSON_FORMAT!r}")
-    rows = [
-        KernelRow(
-            name=_str(r["name"]),
-            calls=_int_or_none(r["calls"]),
-            device_us=_float(r["device_us"]),
-            kind=KernelKind(r["kind"]),
-        )
-        for r in (_mapping(x, "a row") for x in _sequence(top["rows"], "rows"))
-    ]
-    excluded = [
-        Exclusion(
-            reason=ExclusionReason(e["reason"]),
-            events=_int(e["events"]),
-            total_us=_float(e["total_us"]),
-        )
-        for e in (_mapping(x, "an exclusion") for x in _sequence(top["excluded"], "excluded"))
-    ]
-    steps = [
-        StepBreakdown(
-            step=_int(s["step"]),
-            span_us=_float(s["span_us"]),
-            kernel_us=_float(s["kernel_us"]),
-            memcpy_us=_float(s["memcpy_us"]),
-            memset_us=_float(s["memset_us"]),
-            device_events=_int(s["device_events"]),
-        )
-        for s in (_mapping(x, "a step") for x in _sequence(top["steps"], "steps"))
-    ]
-    sources: list[TraceSource] = []
-    for x in _sequence(top["sources"], "sources"):
-        s = _mapping(x, "a source")
-        damage_value = s["damage"]
-        damage = None
-        if damage_value is not None:
-            d = _mapping(damage_value, "damage")
-            damage = Damage(
-                kind=DamageKind(d["kind"]),
-                offset=_int(d["offset"]),
-                message=_str(d["message"]),
-                events_kept=_int(d["events_kept"]),
-            )
-        unit = s.get("display_time_unit")
-        sources.append(
-            TraceSource(
-                path=_str(s["path"]),
-                rank=_int_or_none(s["rank"]),
-                world_size=_int_or_none(s["world_size"]),
-                events=_int(s["events"]),
-                devices=tuple(_str(d) for d in _sequence(s.get("devices", []), "devices")),
-                display_time_unit=None if unit is None else _str(unit),
-                base_time_ns=_int_or_none(s.get("base_time_ns")),
-                damage=damage,
-                notes=tuple(_str(n) for n in _sequence(s.get("notes", []), "notes")),
-            )
-        )
-    naive = top["naive_device_us"]
-    return KernelTable(
-        rows=rows,
-        excluded=excluded,
-        naive_device_us=None if naive is None else _float(naive),
-        steps=steps,
-        sources=sources,
     )

@@ -32,6 +32,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise import _json
 from probewise._extras import Extra, requires
 from probewise._validation import non_negative, positive, true_or_false
 from probewise.errors import (
@@ -217,6 +218,7 @@ def _documents_ok(instance: MaskScenario, _attribute: object, value: tuple[int, 
         )
 
 
+@_json.shaped(_json.Shape(after={"lengths": "padding"}))
 @final
 @attrs.frozen(kw_only=True)
 class MaskScenario:

@@ -40,6 +40,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise import _json
 from probewise._validation import non_negative, optional_share, share
 from probewise.errors import InvalidInputError, SweepNoOpError
 from probewise.throughput.data._checks import read_only
@@ -240,6 +241,16 @@ class BucketStrategy(enum.Enum):
     """A caller's :data:`Batcher` passed to :func:`sweep_buckets`."""
 
 
+@_json.shaped(
+    _json.Shape(
+        after={
+            "pad_tokens": "slot_tokens",
+            "gain_vs_random": "short_batches",
+            "real_tokens_per_step": "gain_vs_random",
+        },
+        nan_as_none={"consecutive_length_corr"},
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class BucketRow:
@@ -280,24 +291,7 @@ class BucketRow:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (NaN correlation as None)."""
-        corr = self.consecutive_length_corr
-        return {
-            "strategy": self.strategy.value,
-            "bucket_size": self.bucket_size,
-            "n_batches": self.n_batches,
-            "real_tokens": self.real_tokens,
-            "slot_tokens": self.slot_tokens,
-            "pad_tokens": self.pad_tokens,
-            "waste_share": self.waste_share,
-            "full_batch_waste_share": self.full_batch_waste_share,
-            "short_batches": self.short_batches,
-            "gain_vs_random": self.gain_vs_random,
-            "real_tokens_per_step": self.real_tokens_per_step,
-            "consecutive_length_corr": None if math.isnan(corr) else corr,
-            "mean_sources_per_batch": self.mean_sources_per_batch,
-            "single_source_share": self.single_source_share,
-            "source_entropy_bits": self.source_entropy_bits,
-        }
+        return _json.to_dict(self)
 
 
 @final
@@ -321,15 +315,7 @@ class BucketSweep:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
-        return {
-            "batch_size": self.batch_size,
-            "seed": self.seed,
-            "n_sequences": self.n_sequences,
-            "n_sources": self.n_sources,
-            "random": self.random.to_dict(),
-            "megabatch": self.megabatch.to_dict(),
-            "rows": [r.to_dict() for r in self.rows],
-        }
+        return _json.to_dict(self)
 
 
 def _source_codes(

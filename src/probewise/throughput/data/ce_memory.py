@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, final
 
 import attrs
 
+from probewise import _json
 from probewise._extras import Extra, requires
 from probewise._validation import checked_type, finite_non_negative, positive
 from probewise.errors import InvalidInputError
@@ -70,15 +71,7 @@ class LogitMemory:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict; the dtype as its name (e.g. ``"bfloat16"``)."""
-        return {
-            "vocab_size": self.vocab_size,
-            "tokens": self.tokens,
-            "logits_dtype": self.logits_dtype.value,
-            "backward": self.backward,
-            "peak_bytes": self.peak_bytes,
-            "logits_bytes": self.logits_bytes,
-            "bytes_per_logit": self.bytes_per_logit,
-        }
+        return _json.to_dict(self)
 
 
 def measure_bytes_per_logit(

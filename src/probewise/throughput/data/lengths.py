@@ -31,12 +31,13 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from typing import TypeAlias, final
+from typing import TypeAlias, cast, final
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise import _json
 from probewise._validation import (
     MAX_LENGTH,
     finite,
@@ -137,7 +138,7 @@ class HistogramBin:
 
     def to_dict(self) -> dict[str, int]:
         """A JSON-ready dict."""
-        return {"lo": self.lo, "hi": self.hi, "count": self.count}
+        return cast("dict[str, int]", _json.to_dict(self))
 
 
 def _log_edges(lo: int, hi: int, bins_per_octave: int) -> npt.NDArray[np.int64]:
@@ -223,18 +224,7 @@ class LengthStats:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
-        return {
-            "count": self.count,
-            "total_tokens": self.total_tokens,
-            "mean": self.mean,
-            "std": self.std,
-            "min": self.min,
-            "max": self.max,
-            "p50": self.p50,
-            "p90": self.p90,
-            "p99": self.p99,
-            "histogram": [b.to_dict() for b in self.histogram],
-        }
+        return _json.to_dict(self)
 
 
 # ---------------------------------------------------------------------------------------
@@ -255,6 +245,17 @@ class BatchingMode(enum.Enum):
     """Concatenated and cut into rows of ``pack_to`` tokens (sequences split across rows)."""
 
 
+@_json.shaped(
+    _json.Shape(
+        after={
+            "pad_tokens": "slot_tokens",
+            "waste_share": "pad_tokens",
+            "efficiency": "waste_share",
+            "real_tokens_per_batch": "largest_batch_slots",
+            "attention_share": "attention_slots",
+        }
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class PaddingReport:
@@ -322,27 +323,7 @@ class PaddingReport:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict, derived figures included."""
-        return {
-            "mode": self.mode.value,
-            "n_sequences": self.n_sequences,
-            "n_batches": self.n_batches,
-            "real_tokens": self.real_tokens,
-            "slot_tokens": self.slot_tokens,
-            "pad_tokens": self.pad_tokens,
-            "waste_share": self.waste_share,
-            "efficiency": self.efficiency,
-            "largest_batch_slots": self.largest_batch_slots,
-            "real_tokens_per_batch": self.real_tokens_per_batch,
-            "attention_real": self.attention_real,
-            "attention_slots": self.attention_slots,
-            "attention_share": self.attention_share,
-            "unbatched": self.unbatched,
-            "oversize": self.oversize,
-            "split_sequences": self.split_sequences,
-            "batch_size": self.batch_size,
-            "tokens_per_batch": self.tokens_per_batch,
-            "pack_to": self.pack_to,
-        }
+        return _json.to_dict(self)
 
 
 def _batch_figures(
@@ -612,6 +593,17 @@ own loss rather than rely on the default.
 """
 
 
+@_json.shaped(
+    _json.Shape(
+        after={
+            "logit_elements": "budget_bytes",
+            "logits_bytes": "logit_elements",
+            "peak_bytes_unchunked": "n_chunks",
+            "peak_bytes_chunked": "peak_bytes_unchunked",
+            "fits_unchunked": "peak_bytes_chunked",
+        }
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class ChunkPlan:
@@ -667,21 +659,7 @@ class ChunkPlan:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict, derived figures included."""
-        return {
-            "tokens": self.tokens,
-            "vocab_size": self.vocab_size,
-            "logits_dtype": self.logits_dtype.value,
-            "bytes_per_logit": self.bytes_per_logit,
-            "bytes_per_logit_measured": self.bytes_per_logit_measured,
-            "budget_bytes": self.budget_bytes,
-            "logit_elements": self.logit_elements,
-            "logits_bytes": self.logits_bytes,
-            "chunk_tokens": self.chunk_tokens,
-            "n_chunks": self.n_chunks,
-            "peak_bytes_unchunked": self.peak_bytes_unchunked,
-            "peak_bytes_chunked": self.peak_bytes_chunked,
-            "fits_unchunked": self.fits_unchunked,
-        }
+        return _json.to_dict(self)
 
 
 _MAX_PLAN_INT = 1 << 100

@@ -22,6 +22,7 @@ from typing import assert_never, final
 
 import attrs
 
+from probewise import _json
 from probewise._validation import (
     checked_type,
     duration,
@@ -138,18 +139,10 @@ class LabelledRow:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "name": self.name,
-            "label": self.label.value,
-            "reason": self.reason,
-            "self_device_us": self.self_device_us,
-            "device_total_us": self.device_total_us,
-            "calls": self.calls,
-            "truncated": self.truncated,
-            "counted": self.counted,
-        }
+        return _json.to_dict(self)
 
 
+@_json.shaped(_json.Shape(after={"reconciled": "hidden_device_us"}))
 @final
 @attrs.frozen(kw_only=True)
 class ProfilerTableReading:
@@ -215,22 +208,7 @@ class ProfilerTableReading:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
-        return {
-            "table": self.table.to_dict(),
-            "device": self.device,
-            "rows": [row.to_dict() for row in self.rows],
-            "legacy": self.legacy,
-            "footer_self_device_us": self.footer_self_device_us,
-            "footer_self_cpu_us": self.footer_self_cpu_us,
-            "kernel_sum_us": self.kernel_sum_us,
-            "tolerance_us": self.tolerance_us,
-            "hidden_device_us": self.hidden_device_us,
-            "reconciled": self.reconciled,
-            "possible_collisions": list(self.possible_collisions),
-            "columns": list(self.columns),
-            "offset": self.offset,
-            "notes": list(self.notes),
-        }
+        return _json.to_dict(self)
 
 
 def read_profiler_tables(text: str) -> tuple[ProfilerTableReading, ...]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, cast, final
 
 import attrs
 
+from probewise import _json
 from probewise._extras import Extra, requires
 from probewise.errors import InsufficientPointsError, InvalidInputError
 from probewise.throughput._torch_dtype import TorchDtype
@@ -77,6 +78,19 @@ def _to_samples(values: Iterable[float]) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
 
 
+@_json.shaped(
+    _json.Shape(
+        after={
+            "label": None,
+            "clock": "label",
+            "warmup": "clock",
+            "median": "samples",
+            "min": "median",
+            "max": "min",
+            "mad": "max",
+        }
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class StepTiming:
@@ -117,16 +131,7 @@ class StepTiming:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict with every sample."""
-        return {
-            "label": self.label,
-            "clock": self.clock.value,
-            "warmup": self.warmup,
-            "samples": list(self.samples),
-            "median": self.median,
-            "min": self.min,
-            "max": self.max,
-            "mad": self.mad,
-        }
+        return _json.to_dict(self)
 
 
 def _clock(sync: bool | None) -> tuple[Clock, Callable[[], None]]:
@@ -201,6 +206,7 @@ def time_step(
     return timing
 
 
+@_json.shaped(_json.Shape(omit={"points"}))
 @final
 @attrs.frozen(kw_only=True)
 class ScalingMeasurement:
@@ -215,11 +221,7 @@ class ScalingMeasurement:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict: the fit and every sample."""
-        return {
-            "batch": self.batch,
-            "timings": [t.to_dict() for t in self.timings],
-            "fit": self.fit.to_dict(),
-        }
+        return _json.to_dict(self)
 
 
 def measure_scaling(
@@ -277,6 +279,7 @@ def measure_scaling(
     return result
 
 
+@_json.shaped(_json.Shape(after={"ratio": None, "ratio_low": "ratio", "ratio_high": "ratio_low"}))
 @final
 @attrs.frozen(kw_only=True)
 class PaddingPenalty:
@@ -307,13 +310,7 @@ class PaddingPenalty:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict with every sample."""
-        return {
-            "ratio": self.ratio,
-            "ratio_low": self.ratio_low,
-            "ratio_high": self.ratio_high,
-            "padded": self.padded.to_dict(),
-            "unpadded": self.unpadded.to_dict(),
-        }
+        return _json.to_dict(self)
 
 
 def padding_penalty(
@@ -411,12 +408,7 @@ class CpuOpRow:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
-        return {
-            "name": self.name,
-            "calls": self.calls,
-            "cpu_total_us": self.cpu_total_us,
-            "self_cpu_us": self.self_cpu_us,
-        }
+        return _json.to_dict(self)
 
 
 @final
@@ -435,12 +427,7 @@ class KernelCapture:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
-        return {
-            "steps": self.steps,
-            "warmup": self.warmup,
-            "kernels": self.kernels.to_dict(),
-            "cpu_ops": [row.to_dict() for row in self.cpu_ops],
-        }
+        return _json.to_dict(self)
 
 
 def _cpu_ops(events: Iterable[object]) -> tuple[CpuOpRow, ...]:

@@ -31,6 +31,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from probewise import _json
 from probewise._validation import length_int
 from probewise.errors import InsufficientPointsError, InvalidInputError
 
@@ -207,6 +208,9 @@ def _solve(design: FloatArray, seconds: FloatArray, loss: FitLoss, f_scale: floa
     return _Solution(coef=solution / scale, scaled=scaled, scale=scale, active=active)
 
 
+@_json.shaped(
+    _json.Shape(after={"exactly_determined": "dof"}, nan_as_none={"stderr", "loo_max_error"})
+)
 @final
 @attrs.frozen(kw_only=True)
 class ScalingFit:
@@ -358,28 +362,7 @@ class ScalingFit:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (NaN as None)."""
-
-        def clean(x: float) -> float | None:
-            return None if math.isnan(x) else x
-
-        return {
-            "quadratic": self.quadratic,
-            "linear": self.linear,
-            "fixed": self.fixed,
-            "stderr": {k: clean(v) for k, v in self.stderr._asdict().items()},
-            "n_points": self.n_points,
-            "n_lengths": self.n_lengths,
-            "dof": self.dof,
-            "exactly_determined": self.exactly_determined,
-            "r_squared": self.r_squared,
-            "max_relative_residual": self.max_relative_residual,
-            "loo_max_error": clean(self.loo_max_error),
-            "at_bound": [t.value for t in self.at_bound],
-            "length_min": self.length_min,
-            "length_max": self.length_max,
-            "loss": self.loss.value,
-            "f_scale": self.f_scale,
-        }
+        return _json.to_dict(self)
 
 
 _LENGTH = attrs.fields(ScalingPoint).length
