@@ -857,7 +857,7 @@ def test_default_workers_follow_idle_cores(load: float, cpus: int) -> None:
     ):
         count = reader._worker_count(None)  # pyright: ignore[reportPrivateUsage]
     assert 1 <= count <= min(4, cpus)
-    if load == 0.0:  # an idle machine: every core, up to 4
+    if load < 0.5:  # an idle machine (less than half a core busy): every core, up to 4
         assert count == min(4, cpus)
     if load >= cpus - 1:  # no core beyond the reader's own is idle: one process
         assert count == 1
