@@ -21,8 +21,10 @@ hold the reading side.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import operator
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Protocol, TypeAlias, cast
@@ -70,9 +72,14 @@ from probewise.throughput import (
     KernelRow,
     KernelTable,
     LabelledRow,
+    LayerAttention,
     LengthStats,
     LogitMemory,
     LogitsDtype,
+    MaskReport,
+    MaskScenario,
+    Packing,
+    Padding,
     PaddingPenalty,
     PaddingReport,
     ProfilerTableReading,
@@ -85,6 +92,7 @@ from probewise.throughput import (
     Term,
     Terms,
     TraceSource,
+    probe_masks,
 )
 
 Shape = _json.Shape
@@ -483,6 +491,30 @@ measurements = st.builds(
     fit=scaling_fits(),
 )
 
+MASK_CASES: dict[str, tuple[str, MaskScenario]] = {
+    "llama3-8b packed": ("llama3-8b", MaskScenario(seq_len=16, packing=Packing.POSITION_IDS)),
+    "gemma3-27b sliding": ("gemma3-27b", MaskScenario(seq_len=1100)),
+    "qwen2.5-7b padded": ("qwen2.5-7b", MaskScenario(seq_len=16, batch=2, padding=Padding.RIGHT)),
+}
+"""Real mask reports: a packed batch, sliding-window layers past their window, padding."""
+
+
+@functools.cache
+def mask_report(case: str) -> MaskReport:
+    """The probe's report for a case of :data:`MASK_CASES` (run once, on first use:
+    about 4 s for the three, most of it importing transformers)."""
+    config, scenario = MASK_CASES[case]
+    return probe_masks(config, scenario, dtype="bfloat16")
+
+
+def _without_layers(report: MaskReport) -> MaskReport:
+    return attrs.evolve(report, layers=())
+
+
+_cases = st.sampled_from(sorted(MASK_CASES))
+mask_reports = st.one_of(_cases.map(mask_report), _cases.map(mask_report).map(_without_layers))
+layer_attentions = _cases.flatmap(lambda case: st.sampled_from(mask_report(case).layers))
+
 VALUES: dict[type, Strategy] = {
     Proportion: proportions(),
     ArmTally: tallies(),
@@ -515,10 +547,13 @@ VALUES: dict[type, Strategy] = {
     KernelCapture: captures,
     ScalingFit: scaling_fits(),
     ScalingMeasurement: measurements,
+    LayerAttention: layer_attentions,
+    MaskReport: mask_reports,
 }
 
-NOT_READABLE = {ScalingMeasurement}
-"""Classes whose JSON leaves a field out (``points``): written only, never read back."""
+NOT_READABLE = {ScalingMeasurement, LayerAttention, MaskReport}
+"""Classes whose JSON leaves a field out (``points``; a layer's ``call`` and
+``prediction``, flattened): written only, never read back."""
 
 FROM_DICT: dict[type, Callable[[Mapping[str, object]], object]] = {
     ArmTally: ArmTally.from_dict,
@@ -762,3 +797,92 @@ def test_shapes_are_checked() -> None:
     with pytest.raises(TypeError, match="str enum"):
         _json.unstructure({1: 2})
     assert _json.unstructure(MappingProxyType({KernelKind.GEMM: (1, 2.5)})) == {"gemm": [1, 2.5]}
+
+
+@attrs.frozen(kw_only=True)
+class _Segment:
+    start: int
+    end: int = 0
+    label: str = ""
+
+    def length(self) -> int:
+        return self.end - self.start
+
+
+def _span(segment: _Segment) -> list[int]:
+    return [segment.start, segment.end]
+
+
+def test_derived_keys_are_computed_by_their_functions() -> None:
+    _json.register(
+        _Segment,
+        Shape(
+            after={"length": None, "start": "label"},
+            omit={"end"},
+            derived={"length": operator.methodcaller("length"), "start": _span},
+        ),
+    )
+    segment = _Segment(start=2, end=5, label="x")
+    assert _text(_json.to_dict(segment)) == _text({"length": 3, "label": "x", "start": [2, 5]})
+    # reading ignores the derived key, and reads a field written by a function as usual
+    assert _json.structure({"length": 99, "start": 1}, _Segment) == _Segment(start=1)
+
+
+# --------------------------------------------------------------------------- the mask probe
+
+
+def _old_layer_document(layer: LayerAttention) -> dict[str, object]:
+    """``probewise.cli._tables.layer_document`` as it was before ``to_dict`` (frozen)."""
+    band = layer.band
+    call = layer.call
+    return {
+        "index": layer.index,
+        "layer_type": layer.layer_type,
+        "sliding_window": layer.sliding_window,
+        "mask": layer.mask.value,
+        "mask_bytes": layer.mask_bytes,
+        "is_causal": layer.is_causal,
+        "band": {**_json.to_dict(band), "description": band.describe()},
+        "gqa": layer.gqa.value,
+        "query_heads": call.query_heads,
+        "kv_heads": layer.kv_heads,
+        "kv_heads_in_call": call.kv_heads,
+        "head_dim": call.head_dim,
+        "dtype": call.dtype.value,
+        "dropout": call.dropout,
+        "backend": layer.backend.value,
+        "fast_path": layer.fast_path,
+        "mask_redundant": layer.mask_redundant,
+        "cross_document": layer.cross_document,
+        "lost_reasons": list(layer.lost_reasons()),
+        "rulings": {
+            ruling.backend.value: list(ruling.reasons) for ruling in layer.prediction.rulings
+        },
+    }
+
+
+def _old_report_document(report: MaskReport) -> dict[str, object]:
+    """``probewise.cli._tables.report_document`` as it was before ``to_dict`` (frozen)."""
+    return {
+        "model_type": report.model_type,
+        "architecture": report.architecture,
+        "transformers_version": report.transformers_version,
+        "scenario": _json.to_dict(report.scenario),
+        "kv_cache": report.kv_cache,
+        "dtype": report.dtype.value,
+        "capability": list(report.capability),
+        "rules_version": report.layers[0].prediction.rules_version if report.layers else None,
+        "mask_bytes": report.mask_bytes,
+        "layers": [_old_layer_document(layer) for layer in report.layers],
+    }
+
+
+@pytest.mark.parametrize("case", sorted(MASK_CASES))
+@pytest.mark.parametrize("layers", [True, False], ids=["layers", "no-layers"])
+def test_mask_report_json_is_what_the_cli_wrote(case: str, layers: bool) -> None:
+    report = mask_report(case) if layers else _without_layers(mask_report(case))
+    assert json.dumps(report.to_dict(), indent=2, allow_nan=False) == json.dumps(
+        _old_report_document(report), indent=2, allow_nan=False
+    )
+    for layer in report.layers:
+        assert _text(layer.to_dict()) == _text(_old_layer_document(layer))

@@ -15,7 +15,8 @@ Where a class's JSON is not its fields as they stand, the difference is declared
 once, as a :class:`Shape` registered for the class (:func:`register`, or the
 :func:`shaped` decorator): derived figures written beside the fields (``after``),
 fields moved (``after``), left out (``omit``) or left out when None
-(``omit_if_none``), a fixed format tag (``constant``), NaN (or any non-finite float)
+(``omit_if_none``), a fixed format tag (``constant``), a key computed by a function
+of the object (``derived``: a nested figure flattened, a method's result), NaN (or any non-finite float)
 written as ``null`` (``nan_as_none``, ``finite_or_none``), and a field with a JSON
 form of its own (``codecs``: a matrix as nested objects, a mapping keyed by pairs as
 a list of records). The field list itself is never repeated.
@@ -43,7 +44,7 @@ import math
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import Final, TypeAlias, TypeVar, cast, final
+from typing import Final, Never, TypeAlias, TypeVar, cast, final
 
 import attrs
 
@@ -92,6 +93,7 @@ def _keys(value: Mapping[str, str | None]) -> Mapping[str, str | None]:
 _NO_KEYS: Final[Mapping[str, str | None]] = types.MappingProxyType({})
 _NO_CONSTANTS: Final[Mapping[str, JsonValue]] = types.MappingProxyType({})
 _NO_CODECS: Final[Mapping[str, Codec]] = types.MappingProxyType({})
+_NO_DERIVED: Final[Mapping[str, Callable[[Never], object]]] = types.MappingProxyType({})
 
 
 @final
@@ -102,7 +104,8 @@ class Shape:
     ``after`` places keys, in the order given: each key goes right after the key it
     maps to (``None``: first). A key that is a field is moved; one that is not is a
     derived figure, read with ``getattr`` (a property) unless ``constant`` gives its
-    value. ``structure`` ignores derived keys and checks constant ones.
+    value or ``derived`` a function that computes it. ``structure`` ignores derived
+    keys and checks constant ones.
     """
 
     after: Mapping[str, str | None] = attrs.field(default=_NO_KEYS, converter=_keys)
@@ -119,6 +122,12 @@ class Shape:
     """Keys whose non-finite floats (NaN, infinities) are written as null."""
     codecs: Mapping[str, Codec] = attrs.field(default=_NO_CODECS)
     """Fields with a JSON form of their own."""
+    derived: Mapping[str, Callable[[Never], object]] = attrs.field(default=_NO_DERIVED)
+    """Keys computed by a function of the object (typed on its class), written as
+    :func:`unstructure` writes the result: for a figure that is no property of the
+    class (a nested one flattened, ``operator.attrgetter("call.head_dim")``; a
+    method's result, ``operator.methodcaller("lost_reasons")``). Place them with
+    ``after``; a field named here is written from the function (dump only)."""
 
 
 _PLAIN: Final = Shape()
@@ -231,7 +240,12 @@ def _object(value: attrs.AttrsInstance) -> dict[str, JsonValue]:
         if key in shape.constant:
             out[key] = shape.constant[key]
             continue
-        item = cast("object", getattr(value, key))
+        derive = shape.derived.get(key)
+        item = (
+            cast("object", getattr(value, key))
+            if derive is None
+            else cast("Callable[[object], object]", derive)(value)
+        )
         if item is None and key in shape.omit_if_none:
             continue
         codec = shape.codecs.get(key)

@@ -37,52 +37,6 @@ def paired_document(result: PairedResult) -> dict[str, object]:
     }
 
 
-def layer_document(layer: LayerAttention) -> dict[str, object]:
-    """One layer as JSON."""
-    band = layer.band
-    call = layer.call
-    return {
-        "index": layer.index,
-        "layer_type": layer.layer_type,
-        "sliding_window": layer.sliding_window,
-        "mask": layer.mask.value,
-        "mask_bytes": layer.mask_bytes,
-        "is_causal": layer.is_causal,
-        "band": {**_json.to_dict(band), "description": band.describe()},
-        "gqa": layer.gqa.value,
-        "query_heads": call.query_heads,
-        "kv_heads": layer.kv_heads,
-        "kv_heads_in_call": call.kv_heads,
-        "head_dim": call.head_dim,
-        "dtype": call.dtype.value,
-        "dropout": call.dropout,
-        "backend": layer.backend.value,
-        "fast_path": layer.fast_path,
-        "mask_redundant": layer.mask_redundant,
-        "cross_document": layer.cross_document,
-        "lost_reasons": list(layer.lost_reasons()),
-        "rulings": {
-            ruling.backend.value: list(ruling.reasons) for ruling in layer.prediction.rulings
-        },
-    }
-
-
-def report_document(report: MaskReport) -> dict[str, object]:
-    """The whole report as JSON."""
-    return {
-        "model_type": report.model_type,
-        "architecture": report.architecture,
-        "transformers_version": report.transformers_version,
-        "scenario": _json.to_dict(report.scenario),
-        "kv_cache": report.kv_cache,
-        "dtype": report.dtype.value,
-        "capability": list(report.capability),
-        "rules_version": report.layers[0].prediction.rules_version if report.layers else None,
-        "mask_bytes": report.mask_bytes,
-        "layers": [layer_document(layer) for layer in report.layers],
-    }
-
-
 def forward_description(report: MaskReport) -> str:
     """Which forward ran, for people: mode, use_cache, checkpointing and whether a
     KV cache was built."""

@@ -11,7 +11,7 @@ import argparse
 import json
 
 from probewise.cli._args import run_probe
-from probewise.cli._tables import print_mask_table, report_document
+from probewise.cli._tables import print_mask_table
 from probewise.errors import InvalidInputError
 
 
@@ -36,7 +36,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
     except (FastPathLostError, CrossDocumentAttentionError) as error:
         failure = f"{type(error).__name__}: {error}"
     if args.json:
-        document = report_document(report)
+        document = report.to_dict()
         document["failure"] = failure
         print(json.dumps(document, indent=2, allow_nan=False))
     else:

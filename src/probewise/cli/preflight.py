@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from probewise import _json
 from probewise.cli._args import run_probe
-from probewise.cli._tables import forward_description, print_mask_table, report_document
+from probewise.cli._tables import forward_description, print_mask_table
 from probewise.errors import InvalidInputError, SweepNoOpError
 from probewise.throughput.attention.masks import BandKind, layer_ranges
 
@@ -282,7 +282,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
             "config": str(args.config),
             "lengths": source,
             "checks": [_json.unstructure(c) for c in checks],
-            "masks": report_document(report),
+            "masks": report.to_dict(),
         }
         print(json.dumps(document, indent=2, allow_nan=False))
     else:

@@ -26,7 +26,7 @@ import json
 import operator
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, SupportsIndex, TypeVar, assert_never, cast, final
+from typing import TYPE_CHECKING, assert_never, cast, final
 
 import attrs
 import numpy as np
@@ -43,6 +43,7 @@ from probewise.errors import (
 )
 from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.attention._band import Band, BandKind, analyse_band, crosses_documents
+from probewise.throughput.attention._coerce import as_enum, as_int, as_ints, optional_bool
 from probewise.throughput.attention.sdpa import (
     FAST_BACKENDS,
     AttentionDtype,
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
 
     from probewise.throughput.attention._recorder import RawCall, RecordedRun
 
-_E = TypeVar("_E", bound=enum.Enum)
 
 __all__ = [
     "Band",
@@ -116,70 +116,30 @@ def _default_documents(scenario: MaskScenario) -> tuple[int, ...]:
     return (size,) * (parts - 1) + (scenario.seq_len - size * (parts - 1),)
 
 
-def _as_int(value: object, name: str) -> int:
-    """``value`` as an ``int``, refusing what is not an integer (floats, NaN, strings,
-    bools) with the field's name: ``MaskScenario(seq_len=nan)`` must not pass."""
-    if isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be an integer, got a bool ({value})")
-    try:
-        return operator.index(cast("SupportsIndex", value))
-    except TypeError:
-        raise InvalidInputError(
-            f"{name} must be an integer, got {type(value).__name__} {value!r}"
-        ) from None
-
-
-def _as_ints(values: object, name: str) -> tuple[int, ...]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidInputError(
-            f"{name} must be a sequence of integers, got {type(values).__name__}"
-        )
-    return tuple(_as_int(v, f"every entry of {name}") for v in cast("Iterable[object]", values))
-
-
-def _as_enum(value: object, kind: type[_E], name: str) -> _E:
-    if isinstance(value, kind):
-        return value
-    try:
-        return kind(value)
-    except ValueError:
-        choices = ", ".join(repr(m.value) for m in kind)
-        raise InvalidInputError(f"{name} must be one of {choices}, got {value!r}") from None
-
-
 # Named converters (mypy's attrs plugin reads only named functions); their parameter
 # types are the static contract, the bodies check at run time all the same.
 def _seq_len(value: int) -> int:
-    return _as_int(value, "seq_len")
+    return as_int(value, "seq_len")
 
 
 def _batch(value: int) -> int:
-    return _as_int(value, "batch")
+    return as_int(value, "batch")
 
 
 def _lengths(values: Iterable[int]) -> tuple[int, ...]:
-    return _as_ints(values, "lengths")
+    return as_ints(values, "lengths")
 
 
 def _documents(values: Iterable[int]) -> tuple[int, ...]:
-    return _as_ints(values, "documents")
+    return as_ints(values, "documents")
 
 
 def _padding(value: Padding) -> Padding:
-    return _as_enum(value, Padding, "padding")
+    return as_enum(value, Padding, "padding")
 
 
 def _packing(value: Packing) -> Packing:
-    return _as_enum(value, Packing, "packing")
-
-
-def _optional_bool(
-    _instance: object, attribute: attrs.Attribute[bool | None], value: object
-) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise InvalidInputError(
-            f"{attribute.name} must be True, False or None, got {type(value).__name__} {value!r}"
-        )
+    return as_enum(value, Packing, "packing")
 
 
 def _seq_len_ok(_instance: object, _attribute: object, value: int) -> None:
@@ -250,7 +210,7 @@ class MaskScenario:
     training: bool = attrs.field(default=True, validator=true_or_false)
     """A training forward: ``model.train()`` with gradients on (dropout as configured;
     backward rules for the predictor). ``False``: ``model.eval()`` under ``no_grad``."""
-    use_cache: bool | None = attrs.field(default=None, validator=_optional_bool)
+    use_cache: bool | None = attrs.field(default=None, validator=optional_bool)
     """The ``use_cache`` passed to the forward. ``None`` passes nothing, so the
     config's own ``use_cache`` applies, as in a plain ``model(**batch)`` (true by
     default for Llama, Mistral, Qwen and Gemma). When it is in effect, transformers
@@ -288,6 +248,52 @@ class GqaHandling(enum.Enum):
     before the call: more memory traffic, and the kernel sees plain MHA."""
 
 
+def _band_json(layer: LayerAttention) -> dict[str, object]:
+    """The band's fields and, for people reading the JSON, its description."""
+    return {**_json.to_dict(layer.band), "description": layer.band.describe()}
+
+
+def _rulings_json(layer: LayerAttention) -> dict[SdpaBackend, tuple[str, ...]]:
+    """Each backend's reasons against the call (none: usable)."""
+    return {ruling.backend: ruling.reasons for ruling in layer.prediction.rulings}
+
+
+# The JSON flattens ``call`` and ``prediction``: the call's figures are read with
+# attrgetter, not through five properties that would only restate ``call`` in the API.
+@_json.shaped(
+    _json.Shape(
+        after={  # the keys in order, each after the one before
+            "mask": "sliding_window",
+            "mask_bytes": "mask",
+            "is_causal": "mask_bytes",
+            "band": "is_causal",
+            "gqa": "band",
+            "query_heads": "gqa",
+            "kv_heads": "query_heads",
+            "kv_heads_in_call": "kv_heads",
+            "head_dim": "kv_heads_in_call",
+            "dtype": "head_dim",
+            "dropout": "dtype",
+            "backend": "dropout",
+            "fast_path": "backend",
+            "mask_redundant": "fast_path",
+            "cross_document": "mask_redundant",
+            "lost_reasons": "cross_document",
+            "rulings": "lost_reasons",
+        },
+        omit={"call", "prediction"},
+        derived={
+            "band": _band_json,
+            "query_heads": operator.attrgetter("call.query_heads"),
+            "kv_heads_in_call": operator.attrgetter("call.kv_heads"),
+            "head_dim": operator.attrgetter("call.head_dim"),
+            "dtype": operator.attrgetter("call.dtype"),
+            "dropout": operator.attrgetter("call.dropout"),
+            "lost_reasons": operator.methodcaller("lost_reasons"),
+            "rulings": _rulings_json,
+        },
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class LayerAttention:
@@ -346,6 +352,11 @@ class LayerAttention:
             and not self.band.padded
         )
 
+    def to_dict(self) -> dict[str, object]:
+        """The layer as JSON (the call's figures flattened; what ``probewise masks
+        --json`` writes per layer)."""
+        return _json.to_dict(self)
+
     def lost_reasons(self) -> tuple[str, ...]:
         """Why the fast path was lost; empty when it was kept."""
         if self.fast_path:
@@ -383,6 +394,22 @@ def _layer_types_filter(layer_types: Iterable[str] | None) -> frozenset[str] | N
     return frozenset(layer_types)
 
 
+def _rules_version(report: MaskReport) -> str | None:
+    """The predictor's rules version (every layer's is the same; None without layers)."""
+    return report.layers[0].prediction.rules_version if report.layers else None
+
+
+@_json.shaped(
+    _json.Shape(
+        after={
+            "transformers_version": "architecture",
+            "kv_cache": "scenario",
+            "rules_version": "capability",
+            "layers": "mask_bytes",
+        },
+        derived={"rules_version": _rules_version},
+    )
+)
 @final
 @attrs.frozen(kw_only=True)
 class MaskReport:
@@ -408,6 +435,10 @@ class MaskReport:
     kv_cache: bool = False
     """Whether the forward built a KV cache (``use_cache`` was in effect). With a
     cache, transformers does not look for packed documents in ``position_ids``."""
+
+    def to_dict(self) -> dict[str, object]:
+        """The report as JSON (what ``probewise masks --json`` writes)."""
+        return _json.to_dict(self)
 
     @property
     def layer_types(self) -> tuple[str, ...]:
