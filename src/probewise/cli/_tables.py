@@ -1,8 +1,8 @@
 """Tables and JSON documents that more than one command prints.
 
 The commands of :mod:`probewise.cli` never import each other; what two of them render
-the same way lives here: the mask probe's report (``masks``, ``preflight``) and a
-two-arm result's rows and JSON (``demo``, ``arms``).
+the same way lives here: the mask probe's table (``masks``, ``preflight``; its JSON is
+``MaskReport.to_dict()``) and a two-arm result's rows and JSON (``demo``, ``arms``).
 """
 
 from __future__ import annotations
