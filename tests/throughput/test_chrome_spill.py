@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from probewise.errors import TraceFormatError
 from probewise.throughput import KernelTable
-from probewise.throughput.readers import _events, _spill
+from probewise.throughput.readers import _events, _spill, _totals
 from probewise.throughput.readers.chrome_trace import read_chrome_trace
 
 
@@ -85,6 +85,14 @@ def test_fixture_tables_are_the_unspilled_ones(
     # Worker processes start on any plain file, and runs are small (many spills).
     monkeypatch.setattr(_events, "_PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(_events, "_RUN", 1 << 16)
+    handed_back = [0]  # batches worker processes spilled and handed back
+    merge = _totals.Totals.merge
+
+    def counting(self: _totals.Totals, other: _totals.Totals) -> None:
+        handed_back[0] += len(other.store.batches)
+        merge(self, other)
+
+    monkeypatch.setattr(_totals.Totals, "merge", counting)
     with_steps = 0
     for trace in sorted((shared_fixtures / "traces").glob("*.json*")):
         data = trace.read_bytes()
@@ -97,6 +105,7 @@ def test_fixture_tables_are_the_unspilled_ones(
             with_steps += bool(table.steps)
     assert with_steps >= 4  # the step join ran spilled on several traces
     assert spills[0] > 50
+    assert (handed_back[0] > 10) == (workers > 1)
     assert not any(spill_area.iterdir())
 
 
