@@ -24,6 +24,7 @@ import regex
 from probewise.errors import DamageKind, InvalidInputError, TraceFormatError
 from probewise.throughput.kernels import Damage, KernelTable, ProgressCallback, TraceSource
 from probewise.throughput.readers._source import WHITESPACE, Source
+from probewise.throughput.readers._spill import Area
 from probewise.throughput.readers._totals import DECODE_ANY, Event, FastPath, Totals
 
 __all__ = ["Parser", "Segment", "Spawn", "WorkerResult", "first_line"]
@@ -62,8 +63,9 @@ class Segment(Protocol):
         ...
 
 
-Spawn = Callable[[str, int, tuple[int, int] | None], Segment]
-"""Start reading ``path`` from a byte offset to a stop boundary (None: the array's end)."""
+Spawn = Callable[[str, int, tuple[int, int] | None, Area], Segment]
+"""Start reading ``path`` from a byte offset to a stop boundary (None: the array's end),
+spilling into the reader's area (:mod:`._spill`)."""
 
 
 class _Salvaged(Exception):
@@ -85,8 +87,12 @@ class Parser:
         always_launches: bool = False,
         workers: int = 1,
         spawn: Spawn | None = None,
+        area: Area | None = None,
     ) -> None:
         self.path = path
+        # Where the totals spill their columns: this parser's own (removed when parse()
+        # returns or raises), or, in a worker process, the parent's.
+        self.area = Area() if area is None else area
         self.progress = progress
         self.workers = workers
         self.spawn = spawn
@@ -95,7 +101,7 @@ class Parser:
         self.landed = False
         self.src = Source(path, progress, salvage=salvage)
         self.salvage = salvage
-        self.totals = Totals(always_launches=always_launches)
+        self.totals = Totals(always_launches=always_launches, area=self.area)
         self.fast = FastPath()  # tried first on every run; the exact path where it declines
         self.pos = 0
         self.rank: int | None = None
@@ -150,6 +156,25 @@ class Parser:
     # -- top level
 
     def parse(self) -> KernelTable:
+        try:
+            table = self._parse()
+        finally:
+            self.area.remove()
+        if table is None:
+            # A ProfilerStep span came after launches that were not kept: read again.
+            again = Parser(
+                self.path,
+                salvage=self.salvage,
+                progress=self.progress,
+                always_launches=True,
+                workers=self.workers,
+                spawn=self.spawn,
+            )
+            return again.parse()
+        return table
+
+    def _parse(self) -> KernelTable | None:
+        """The table; None when the file must be read again, keeping every launch."""
         damage: Damage | None = None
         try:
             try:
@@ -165,16 +190,7 @@ class Parser:
             )
         totals = self.totals
         if totals.steps and totals.skipped_launches and not totals.always_launches:
-            # A ProfilerStep span came after launches that were not kept: read again.
-            again = Parser(
-                self.path,
-                salvage=self.salvage,
-                progress=self.progress,
-                always_launches=True,
-                workers=self.workers,
-                spawn=self.spawn,
-            )
-            return again.parse()
+            return None
         source = TraceSource(
             path=self.path,
             rank=self.rank,
@@ -252,7 +268,7 @@ class Parser:
     def _drop_earlier_events(self) -> None:
         """A second ``traceEvents`` key: JSON's last-wins rule, so the earlier array goes."""
         earlier = self.totals.events
-        self.totals = Totals(always_launches=self.totals.always_launches)
+        self.totals = Totals(always_launches=self.totals.always_launches, area=self.area)
         self.notes.append(
             f"the file has more than one 'traceEvents' key; as JSON parsers do (Python's "
             f"json, JavaScript's JSON.parse), the last one wins: the {earlier:,} events of "
@@ -369,9 +385,10 @@ class Parser:
                 return []
             bounds.append(bound)
         pool: list[Segment] = []
+        self.area.root()  # made here, so that the workers spill into it
         for j, bound in enumerate(bounds):
             stop = bounds[j + 1] if j + 1 < len(bounds) else None
-            pool.append(spawn(self.path, bound[1], stop))
+            pool.append(spawn(self.path, bound[1], stop, self.area))
         self.stop = bounds[0]
         return pool
 
@@ -412,6 +429,7 @@ class Parser:
             return WorkerResult(
                 totals=None, landed=False, end=None, error=(kind, message, error.offset or 0)
             )
+        self.totals.finish_segment()
         return WorkerResult(
             totals=self.totals,
             landed=self.landed,

@@ -24,7 +24,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator
 from itertools import compress, repeat
-from typing import Annotated, ClassVar, Final, Literal, Union, cast, final
+from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, Union, cast, final
 
 import attrs
 import msgspec
@@ -39,6 +39,11 @@ from probewise.throughput.kernels import (
     StepBreakdown,
     TraceSource,
 )
+from probewise.throughput.readers._spill import DEVICE, KEY, LAUNCH, Area, Store
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["DECODE_ANY", "Event", "FastPath", "Totals"]
 
@@ -135,7 +140,7 @@ class Totals:
     syncs), launches (for steps) and ``ProfilerStep#N`` spans get a Python loop.
     """
 
-    def __init__(self, *, always_launches: bool = False) -> None:
+    def __init__(self, *, always_launches: bool = False, area: Area | None = None) -> None:
         # code -> raw name -> [calls, ns]
         self.rows: dict[int, dict[bytes, list[int]]] = {_K_KERNEL: {}, _K_MEMCPY: {}, _K_MEMSET: {}}
         self.cat_counts: Counter[str | None] = Counter()
@@ -158,6 +163,9 @@ class Totals:
         # One stable 64-bit key per kernel/copy/fill (name, args, start, duration), to
         # count events that are exact duplicates: 8 bytes per device event.
         self.device_keys = array("q")
+        # Past area.limit bytes, the columns above go to disk (see _spill).
+        self.area = Area() if area is None else area
+        self.store = Store()
         self.events = 0
         self._name_crc = _CrcCache()
 
@@ -200,11 +208,55 @@ class Totals:
         if None not in corrs and None not in times:
             self.launch_corr.extend(cast("list[int]", corrs))
             self.launch_ts.extend(cast("list[float]", times))
-            return
-        for corr, ts in zip(corrs, times, strict=True):
-            if corr is not None and ts is not None:
-                self.launch_corr.append(corr)
-                self.launch_ts.append(ts)
+        else:
+            for corr, ts in zip(corrs, times, strict=True):
+                if corr is not None and ts is not None:
+                    self.launch_corr.append(corr)
+                    self.launch_ts.append(ts)
+        self._bound()
+
+    def column_bytes(self) -> int:
+        """Bytes the per-launch and per-device-event columns hold in memory."""
+        return 16 * len(self.launch_corr) + 17 * len(self.device_corr) + 8 * len(self.device_keys)
+
+    def _bound(self) -> None:
+        if self.column_bytes() > self.area.limit:
+            self.spill()
+
+    def spill(self) -> None:
+        """Move the columns held in memory to disk (after those spilled before)."""
+        import numpy as np
+
+        store, area = self.store, self.area
+        if self.launch_corr:
+            store.write(area, LAUNCH, self._launch_columns())
+            self.launch_corr, self.launch_ts = array("q"), array("d")
+        if self.device_corr:
+            store.write(area, DEVICE, self._device_columns())
+            self.device_corr, self.device_code, self.device_ns = array("q"), array("b"), array("q")
+        if self.device_keys:
+            store.write(area, KEY, [np.frombuffer(self.device_keys, np.int64)])
+            self.device_keys = array("q")
+
+    def _launch_columns(self) -> list[npt.NDArray[np.generic]]:
+        """Views of the launch columns (the arrays cannot grow while one is alive)."""
+        import numpy as np
+
+        return [np.frombuffer(self.launch_corr, np.int64), np.frombuffer(self.launch_ts)]
+
+    def _device_columns(self) -> list[npt.NDArray[np.generic]]:
+        import numpy as np
+
+        return [
+            np.frombuffer(self.device_corr, np.int64),
+            np.frombuffer(self.device_code, np.int8),
+            np.frombuffer(self.device_ns, np.int64),
+        ]
+
+    def finish_segment(self) -> None:
+        """Worker side, before the totals are pickled back: hand back files, not big columns."""
+        if self.store.batches or self.column_bytes() > self.area.limit // 4:
+            self.spill()
 
     def tally(
         self, events: list[_Tagged], codes: dict[type[_Tagged], int], steps: set[bytes]
@@ -270,12 +322,16 @@ class Totals:
         self.malformed += other.malformed
         self.naive_ns += other.naive_ns
         self.steps.extend(other.steps)
+        if other.store.batches:  # its rows come after all of mine: spill mine first
+            self.spill()
+            self.store.batches.extend(other.store.batches)
         self.launch_corr.extend(other.launch_corr)
         self.launch_ts.extend(other.launch_ts)
         self.device_corr.extend(other.device_corr)
         self.device_code.extend(other.device_code)
         self.device_ns.extend(other.device_ns)
         self.device_keys.extend(other.device_keys)
+        self._bound()
 
     def _step(self, event: Event) -> None:
         if event.ph != "X" or event.ts is None or _category(event.cat) not in (_K_CPU, _K_OTHER):
@@ -345,6 +401,7 @@ class Totals:
                     self.device_corr.append(corr)
                     self.device_code.append(code)
                     self.device_ns.append(ns)
+        self._bound()
 
     def _exclusions(self) -> list[Exclusion]:
         events: dict[ExclusionReason, int] = {}
@@ -372,12 +429,15 @@ class Totals:
 
     def duplicate_note(self) -> str | None:
         """A note when some device events are exact copies of others (None when none are)."""
-        if not self.device_keys:
-            return None
         import numpy as np
 
-        keys = np.frombuffer(self.device_keys, dtype=np.int64)
-        copies = int(keys.size - np.unique(keys).size)
+        parts: Iterator[npt.NDArray[np.generic]]
+        if self.store.batches:  # a key's copies are all in its partition
+            self.spill()
+            parts = (keys for (keys,) in self.store.partitions(KEY))
+        else:
+            parts = iter([np.frombuffer(self.device_keys, dtype=np.int64)])
+        copies = sum(int(keys.size - np.unique(keys).size) for keys in parts)
         if not copies:
             return None
         return (
@@ -416,29 +476,18 @@ class Totals:
         spans = sorted(self.steps)
         starts = np.array([ts for ts, _, _ in spans], dtype=np.float64)
         ends = starts + np.array([dur for _, dur, _ in spans], dtype=np.float64)
-        launch_corr = np.frombuffer(self.launch_corr, dtype=np.int64)
-        launch_ts = np.frombuffer(self.launch_ts, dtype=np.float64)
-        order = np.argsort(launch_corr, kind="stable")
-        launch_corr, launch_ts = launch_corr[order], launch_ts[order]
-        corr = np.frombuffer(self.device_corr, dtype=np.int64)
-        code = np.frombuffer(self.device_code, dtype=np.int8)
-        ns = np.frombuffer(self.device_ns, dtype=np.int64)
-        at = np.searchsorted(launch_corr, corr)
-        found = at < len(launch_corr)
-        found[found] = launch_corr[at[found]] == corr[found]
-        if len(launch_ts) == 0:  # device events but no launch events (a damaged trace)
-            launched = np.full(corr.shape, np.nan)
-        else:
-            launched = np.where(found, launch_ts[np.minimum(at, len(launch_ts) - 1)], np.nan)
-        index = np.searchsorted(starts, launched, side="right") - 1
-        inside = found & (index >= 0)
-        inside[inside] = launched[inside] <= ends[index[inside]]
-        # One pass over the device events, not one per step: integer ns summed per
-        # (step, code) in int64 (codes are _K_KERNEL, _K_MEMCPY, _K_MEMSET: 0, 1, 2).
-        mine = index[inside]
+        # Integer ns per (step, code) in int64 (codes are _K_KERNEL, _K_MEMCPY,
+        # _K_MEMSET: 0, 1, 2), and device events per step.
         totals = np.zeros(len(spans) * 3, dtype=np.int64)
-        np.add.at(totals, mine * 3 + code[inside], ns[inside])
-        counts = np.bincount(mine, minlength=len(spans))
+        counts = np.zeros(len(spans), dtype=np.int64)
+        if self.store.batches:  # one partition at a time: sums of integers, any grouping
+            self.spill()
+            for launches, device in zip(
+                self.store.partitions(LAUNCH), self.store.partitions(DEVICE), strict=True
+            ):
+                _join((starts, ends), launches, device, totals, counts)
+        else:
+            _join((starts, ends), self._launch_columns(), self._device_columns(), totals, counts)
         out = [
             StepBreakdown(
                 step=number,
@@ -451,6 +500,41 @@ class Totals:
             for i, (_, dur, number) in enumerate(spans)
         ]
         return _merge_steps(out)
+
+
+def _join(
+    spans: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+    launches: list[npt.NDArray[np.generic]],
+    device: list[npt.NDArray[np.generic]],
+    totals: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+) -> None:
+    """Add each device event's ns to the step (start, end) its launch falls in.
+
+    A device event's launch is the first launch with its correlation id (a stable sort);
+    one pass over the device events, not one per step.
+    """
+    import numpy as np
+
+    starts, ends = spans
+    launch_corr, launch_ts = launches
+    corr, ns = device[0], device[2]
+    code = cast("npt.NDArray[np.int8]", device[1])
+    order = np.argsort(launch_corr, kind="stable")
+    launch_corr, launch_ts = launch_corr[order], launch_ts[order]
+    at = np.searchsorted(launch_corr, corr)
+    found = at < len(launch_corr)
+    found[found] = launch_corr[at[found]] == corr[found]
+    if len(launch_ts) == 0:  # device events but no launch events (a damaged trace)
+        launched = np.full(corr.shape, np.nan)
+    else:
+        launched = np.where(found, launch_ts[np.minimum(at, len(launch_ts) - 1)], np.nan)
+    index = np.searchsorted(starts, launched, side="right") - 1
+    inside = found & (index >= 0)
+    inside[inside] = launched[inside] <= ends[index[inside]]
+    mine = index[inside]
+    np.add.at(totals, mine * 3 + code[inside], ns[inside])
+    counts += np.bincount(mine, minlength=len(counts))
 
 
 def _merge_steps(steps: list[StepBreakdown]) -> list[StepBreakdown]:

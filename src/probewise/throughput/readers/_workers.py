@@ -15,6 +15,7 @@ from typing import final
 
 from probewise.errors import TraceFormatError
 from probewise.throughput.readers._events import Parser, WorkerResult
+from probewise.throughput.readers._spill import Area
 
 __all__ = ["Worker", "worker_main"]
 
@@ -23,7 +24,7 @@ __all__ = ["Worker", "worker_main"]
 class Worker:
     """One child process reading a segment of a plain trace (``python -m ..._trace_worker``)."""
 
-    def __init__(self, path: str, start: int, stop: tuple[int, int] | None) -> None:
+    def __init__(self, path: str, start: int, stop: tuple[int, int] | None, area: Area) -> None:
         import subprocess
         import sys
 
@@ -39,7 +40,7 @@ class Worker:
             env=env,
         )
         assert self._process.stdin is not None
-        self._process.stdin.write(pickle.dumps((path, start, stop)))
+        self._process.stdin.write(pickle.dumps((path, start, stop, area)))
         self._process.stdin.close()
 
     def result(self) -> WorkerResult:
@@ -67,8 +68,8 @@ def worker_main() -> None:
     """Internal: the entry point of ``python -m probewise.throughput.readers._trace_worker``."""
     import sys
 
-    path, start, stop = pickle.loads(sys.stdin.buffer.read())
-    parser = Parser(path, salvage=False, progress=None, always_launches=True)
+    path, start, stop, area = pickle.loads(sys.stdin.buffer.read())
+    parser = Parser(path, salvage=False, progress=None, always_launches=True, area=area)
     result = parser.segment(start, stop)
     sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     sys.stdout.buffer.flush()

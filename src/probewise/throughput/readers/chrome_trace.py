@@ -4,7 +4,8 @@
 directory of rank files or several files as the ranks of one job (locally or through any
 :class:`concurrent.futures.Executor`). The stages live beside this module: ``_source``
 (bytes, gzip, zstd), ``_events`` (streaming JSON, damage, salvage), ``_totals`` (events to
-a table) and ``_workers`` (worker processes). What each event category counts as, how
+a table), ``_spill`` (its per-event columns on disk, past a threshold) and ``_workers``
+(worker processes). What each event category counts as, how
 time units are read and what damage and salvage mean: docs/reference/chrome-trace.md.
 """
 

@@ -1,0 +1,171 @@
+"""Spilling the per-event columns of a large trace to disk, hash-partitioned.
+
+:class:`._totals.Totals` keeps one launch (correlation id, start) per runtime call and
+one device event (correlation id, category code, ns) plus one 64-bit duplicate key per
+kernel/copy/fill until the end, where it joins them for the per-step breakdown. That is
+about 25 bytes per device event and 16 per launch: past :data:`SPILL_BYTES` of columns
+they go to a private temporary directory (:class:`Area`), in batches. A batch holds one
+kind of column, its rows sorted (stably) by partition: launches and device events by a
+hash of their correlation id, so one correlation's launches and device events land in
+the same partition; duplicate keys by a hash of the key. At the end the join runs one
+partition at a time (:meth:`Store.partitions`), so it holds about 1/:data:`PARTITIONS`
+of the columns; sums of integer ns and counts are the same in any grouping, and within
+a partition the rows keep their order (the first launch of a correlation id wins, as
+in memory), so the result is exactly the in-memory one.
+
+Worker processes spill into the same area (the parent passes its directory) and hand
+back their batches, which the parent lists after its own: no file is copied.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, BinaryIO, Final, final
+
+import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping, Sequence
+
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["DEVICE", "KEY", "LAUNCH", "PARTITIONS", "SPILL_BYTES", "Area", "Batch", "Store"]
+
+SPILL_BYTES: Final = 32 << 20
+"""Bytes of columns a :class:`~._totals.Totals` holds before it spills them (patchable).
+
+The reader's own peak is about 80 MiB without the columns (docs/measurements.md), and a
+spill needs about 20 MiB more for one chunk's sort: 32 MiB keeps the whole under the
+200 MiB ceiling with room to spare, and a trace like the fixtures spills only past
+about 1.2 GB (about 6 bytes of columns per event)."""
+PARTITIONS: Final = 256
+"""Partitions of the spilled columns; the final join holds one at a time."""
+_CHUNK: Final = 1 << 19  # rows sorted into partitions at once (bounds the sort's memory)
+_MIX: Final = 0x9E3779B97F4A7C15  # Fibonacci hashing: the top byte of id * _MIX
+
+LAUNCH, DEVICE, KEY = 0, 1, 2
+_WIDTHS: Final = {LAUNCH: (8, 8), DEVICE: (8, 1, 8), KEY: (8,)}  # bytes per column
+_DTYPES: Final = {LAUNCH: ("<i8", "<f8"), DEVICE: ("<i8", "i1", "<i8"), KEY: ("<i8",)}
+
+
+@final
+class Area:
+    """The private temporary directory spills go to, made on first use.
+
+    The reading process owns it and removes it (:meth:`remove`); a worker process is
+    given the owner's directory and its threshold, and never removes it.
+    """
+
+    def __init__(self, root: str | None = None, limit: int | None = None) -> None:
+        self._root = root
+        self._owned = root is None
+        self.limit = SPILL_BYTES if limit is None else limit
+
+    def root(self) -> str:
+        if self._root is None:
+            self._root = tempfile.mkdtemp(prefix="probewise-spill-")
+        return self._root
+
+    def new_file(self) -> str:
+        handle, path = tempfile.mkstemp(suffix=".cols", dir=self.root())
+        os.close(handle)
+        return path
+
+    def remove(self) -> None:
+        if self._owned and self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    def __getstate__(self) -> tuple[str | None, int]:
+        return (self._root, self.limit)  # a worker's area: never the owner in the parent
+
+    def __setstate__(self, state: tuple[str | None, int]) -> None:
+        self._root, self.limit = state
+        self._owned = False
+
+
+@final
+@attrs.frozen
+class Batch:
+    """Rows of one kind in ``path`` from byte ``offset``, column after column.
+
+    ``starts[p]`` is the first row of partition ``p`` (``starts[PARTITIONS]``: the rows).
+    """
+
+    kind: int
+    path: str
+    offset: int
+    starts: tuple[int, ...]
+
+
+@final
+class Store:
+    """The batches spilled so far, in the order of the rows they hold."""
+
+    def __init__(self) -> None:
+        self.batches: list[Batch] = []
+        self._path: str | None = None
+        self._size = 0
+
+    def write(self, area: Area, kind: int, columns: Sequence[npt.NDArray[np.generic]]) -> None:
+        """Spill rows (columns of one length), partitioned by the first column's hash."""
+        import numpy as np
+
+        rows = len(columns[0])
+        for first in range(0, rows, _CHUNK):
+            part = [column[first : first + _CHUNK] for column in columns]
+            partition = _partition(part[0])
+            order = np.argsort(partition, kind="stable")
+            counts = np.bincount(partition, minlength=PARTITIONS)
+            del partition
+            starts = (0, *np.cumsum(counts).tolist())
+            if self._path is None:
+                self._path = area.new_file()
+            with open(self._path, "ab") as handle:
+                for column in part:
+                    handle.write(np.ascontiguousarray(column[order]).data)
+            self.batches.append(Batch(kind=kind, path=self._path, offset=self._size, starts=starts))
+            self._size += sum(_WIDTHS[kind]) * len(order)
+
+    def partitions(self, kind: int) -> Iterator[list[npt.NDArray[np.generic]]]:
+        """Each partition's rows of ``kind`` (its columns), in the order they were added."""
+        batches = [batch for batch in self.batches if batch.kind == kind]
+        with ExitStack() as stack:
+            files = {
+                path: stack.enter_context(open(path, "rb")) for path in {b.path for b in batches}
+            }
+            for p in range(PARTITIONS):
+                yield _read_partition(kind, p, batches, files)
+
+
+def _read_partition(
+    kind: int, p: int, batches: list[Batch], files: Mapping[str, BinaryIO]
+) -> list[npt.NDArray[np.generic]]:
+    import numpy as np
+
+    pieces: list[list[npt.NDArray[np.generic]]] = [[] for _ in _WIDTHS[kind]]
+    for batch in batches:
+        low, high = batch.starts[p], batch.starts[p + 1]
+        if low == high:
+            continue
+        handle, at, rows = files[batch.path], batch.offset, batch.starts[-1]
+        for piece, width, dtype in zip(pieces, _WIDTHS[kind], _DTYPES[kind], strict=True):
+            handle.seek(at + low * width)
+            piece.append(np.frombuffer(handle.read((high - low) * width), dtype=dtype))
+            at += rows * width
+    return [
+        np.concatenate(piece) if piece else np.empty(0, dtype=dtype)
+        for piece, dtype in zip(pieces, _DTYPES[kind], strict=True)
+    ]
+
+
+def _partition(ids: npt.NDArray[np.generic]) -> npt.NDArray[np.intp]:
+    """Each 64-bit id's partition: the top byte of a multiplicative hash."""
+    import numpy as np
+
+    mixed = ids.view(np.uint64) * np.uint64(_MIX)
+    return (mixed >> np.uint64(56)).astype(np.intp)
