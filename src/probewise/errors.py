@@ -41,6 +41,7 @@ __all__ = [
     "ProbewiseError",
     "RubricError",
     "SealedError",
+    "SpillError",
     "SweepNoOpError",
     "TraceFormatError",
     "UnsupportedModelError",
@@ -128,6 +129,16 @@ class TraceFormatError(ProbewiseError, ValueError):
         self.path = path
         self.offset = offset
         self.kind = kind
+
+
+class SpillError(ProbewiseError, OSError):
+    """The trace reader could not write or read back its temporary spill files.
+
+    A large trace's per-step columns go to a private temporary directory (about 6
+    bytes per event; see docs/reference/chrome-trace.md): a full or read-only
+    temporary directory ends the read with this error, which says where it was and
+    what the system said. Point ``TMPDIR`` at a directory with room.
+    """
 
 
 class LengthInputError(InvalidInputError):

@@ -225,3 +225,33 @@ def test_generated_steps_are_joined_across_partitions(
     assert table.steps
     assert table.sources[0].notes
     assert spills[0] > 10
+
+
+@pytest.mark.parametrize("failing", ["mkdtemp", "mkstemp"])
+def test_a_full_disk_is_a_spill_error_naming_the_place(
+    tmp_path: Path, spill_area: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    import errno
+    import os
+    import tempfile
+
+    from probewise.errors import ProbewiseError, SpillError
+
+    def full(*_args: object, **_kwargs: object) -> str:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(_spill, "SPILL_BYTES", 1)
+    monkeypatch.setattr(tempfile, failing, full)
+    path = tmp_path / "t.json"
+    events = [_kernel(i, i, 1.0) for i in range(50)] + [_launch(i, i) for i in range(50)]
+    path.write_text(json.dumps({"traceEvents": [_step(1, 0, 100), *events]}), encoding="utf-8")
+    with pytest.raises(SpillError) as caught:
+        read_chrome_trace(path, workers=1)
+    assert isinstance(caught.value, ProbewiseError)
+    assert isinstance(caught.value, OSError)  # code catching OSError around reading still does
+    message = str(caught.value)
+    assert os.strerror(errno.ENOSPC) in message
+    assert str(spill_area) in message
+    assert "TMPDIR" in message
+    assert caught.value.__cause__ is None
+    assert not any(spill_area.iterdir())

@@ -19,6 +19,7 @@ back their batches, which the parent lists after its own: no file is copied.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -27,8 +28,10 @@ from typing import TYPE_CHECKING, BinaryIO, Final, final
 
 import attrs
 
+from probewise.errors import SpillError
+
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping, Sequence
+    from collections.abc import Generator, Iterator, Mapping, Sequence
 
     import numpy as np
     import numpy.typing as npt
@@ -69,6 +72,10 @@ class Area:
         if self._root is None:
             self._root = tempfile.mkdtemp(prefix="probewise-spill-")
         return self._root
+
+    def root_or_default(self) -> str:
+        """Where the spill files are, or would be made."""
+        return self._root if self._root is not None else tempfile.gettempdir()
 
     def new_file(self) -> str:
         handle, path = tempfile.mkstemp(suffix=".cols", dir=self.root())
@@ -113,6 +120,10 @@ class Store:
 
     def write(self, area: Area, kind: int, columns: Sequence[npt.NDArray[np.generic]]) -> None:
         """Spill rows (columns of one length), partitioned by the first column's hash."""
+        with _scratch(area):
+            self._write(area, kind, columns)
+
+    def _write(self, area: Area, kind: int, columns: Sequence[npt.NDArray[np.generic]]) -> None:
         import numpy as np
 
         rows = len(columns[0])
@@ -135,11 +146,29 @@ class Store:
         """Each partition's rows of ``kind`` (its columns), in the order they were added."""
         batches = [batch for batch in self.batches if batch.kind == kind]
         with ExitStack() as stack:
-            files = {
-                path: stack.enter_context(open(path, "rb")) for path in {b.path for b in batches}
-            }
+            with _scratch(None):
+                files = {
+                    path: stack.enter_context(open(path, "rb"))
+                    for path in {b.path for b in batches}
+                }
             for p in range(PARTITIONS):
-                yield _read_partition(kind, p, batches, files)
+                with _scratch(None):
+                    rows = _read_partition(kind, p, batches, files)
+                yield rows
+
+
+@contextlib.contextmanager
+def _scratch(area: Area | None) -> Generator[None]:
+    """Turn an OSError of the spill files (a full or read-only disk) into a SpillError."""
+    try:
+        yield
+    except OSError as error:
+        where = area.root_or_default() if area is not None else tempfile.gettempdir()
+        reason = error.strerror or type(error).__name__
+        raise SpillError(
+            f"the trace reader could not use its temporary spill files under {where}: "
+            f"{reason}; set TMPDIR to a directory with room (about 6 bytes per event)"
+        ) from None
 
 
 def _read_partition(

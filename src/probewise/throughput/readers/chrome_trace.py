@@ -21,7 +21,7 @@ from typing import final
 
 import attrs
 
-from probewise.errors import InvalidInputError, MixedJobsError, TraceFormatError
+from probewise.errors import InvalidInputError, MixedJobsError, SpillError, TraceFormatError
 from probewise.throughput.kernels import KernelTable, ProgressCallback, TraceSource
 from probewise.throughput.readers._events import Parser, first_line
 from probewise.throughput.readers._source import GZIP_MAGIC, WHITESPACE, ZSTD_MAGIC
@@ -83,6 +83,8 @@ def read_chrome_trace(
     count = _worker_count(workers)
     try:
         return Parser(name, salvage=salvage, progress=progress, workers=count, spawn=Worker).parse()
+    except SpillError:
+        raise  # the temporary directory, not the trace: its own message says so
     except OSError as error:
         raise TraceFormatError(f"cannot read the file: {error.strerror}", path=name) from None
 
