@@ -269,6 +269,8 @@ def test_read_text_file(tmp_path: Path) -> None:
         ("4\n2.5\n", 2, "not an integer"),
         ("4\nnan\n", 2, "not an integer"),
         ("abc\n", 1, "not an integer"),
+        ("\x1c1\n", 1, "not an integer"),  # str.strip() drops \x1c, int() does not
+        ("4\n7\x1f\n", 2, "not an integer"),
         ("4\n99999999999999999999\n", 2, "above the bound of 2\\*\\*40"),
         ("4\n1099511627777\n", 2, "above the bound of 2\\*\\*40"),
     ],

@@ -283,9 +283,12 @@ def _text_line_reason(line: str) -> str | None:
     if not stripped:
         return "blank line (one length per line expected)"
     try:
-        value = int(stripped)
+        # int() of the line itself, as read_lengths' fast path does: int() skips spaces
+        # and tabs but not the separators that str.strip() also drops (\x1c-\x1f).
+        value = int(line)
     except ValueError:
-        shown = stripped if len(stripped) <= 40 else stripped[:37] + "..."
+        shown = line.strip(" \t\n\r\f\v")
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
         return f"not an integer: {shown!r}"
     return _bad_reason(value)
 
