@@ -195,7 +195,7 @@ def test_every_name_is_the_object_its_module_defines(face: ModuleType) -> None:
     assert set(face.__all__) <= set(exec_globals)
 
 
-def test_each_half_exports_every_public_name_of_its_modules_once() -> None:
+def test_the_top_level_reexports_from_the_faces_which_share_no_name() -> None:
     """The top level re-exports from the faces, and the two faces share no name."""
     halves = {
         "probewise.responses": probewise.responses,

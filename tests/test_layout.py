@@ -119,11 +119,6 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def _subpackage(name: str) -> str:
-    """``probewise.responses``, ``probewise.throughput.readers``, ... or ``probewise``."""
-    return name if _is_face(name) else name.rpartition(".")[0]
-
-
 def _half(name: str) -> str | None:
     parts = name.split(".")
     return parts[1] if len(parts) > 1 and parts[1] in {"responses", "throughput", "cli"} else None

@@ -120,7 +120,7 @@ class Store:
 
     def write(self, area: Area, kind: int, columns: Sequence[npt.NDArray[np.generic]]) -> None:
         """Spill rows (columns of one length), partitioned by the first column's hash."""
-        with _scratch(area):
+        with _scratch(area.root_or_default()):
             self._write(area, kind, columns)
 
     def _write(self, area: Area, kind: int, columns: Sequence[npt.NDArray[np.generic]]) -> None:
@@ -145,25 +145,26 @@ class Store:
     def partitions(self, kind: int) -> Iterator[list[npt.NDArray[np.generic]]]:
         """Each partition's rows of ``kind`` (its columns), in the order they were added."""
         batches = [batch for batch in self.batches if batch.kind == kind]
+        where = os.path.dirname(batches[0].path) if batches else tempfile.gettempdir()
         with ExitStack() as stack:
-            with _scratch(None):
+            with _scratch(where):
                 files = {
                     path: stack.enter_context(open(path, "rb"))
                     for path in {b.path for b in batches}
                 }
             for p in range(PARTITIONS):
-                with _scratch(None):
+                with _scratch(where):
                     rows = _read_partition(kind, p, batches, files)
                 yield rows
 
 
 @contextlib.contextmanager
-def _scratch(area: Area | None) -> Generator[None]:
-    """Turn an OSError of the spill files (a full or read-only disk) into a SpillError."""
+def _scratch(where: str) -> Generator[None]:
+    """Turn an OSError of the spill files under ``where`` (a full or read-only disk) into
+    a SpillError that names the place."""
     try:
         yield
     except OSError as error:
-        where = area.root_or_default() if area is not None else tempfile.gettempdir()
         reason = error.strerror or type(error).__name__
         raise SpillError(
             f"the trace reader could not use its temporary spill files under {where}: "
