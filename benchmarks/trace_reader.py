@@ -22,8 +22,11 @@ Plain contenders (on ``TRACE``):
 ``msgspec``       a typed ``msgspec.json.decode`` of the whole file into a Struct with the
                   fields the reader uses (``ph``, ``cat``, ``name``, ``ts``, ``dur``,
                   ``args``; ``name`` and ``args`` as ``msgspec.Raw``, as the reader has them)
-``probewise``     ``read_chrome_trace(TRACE, workers=1)``
-``probewise-exact``  the same with the fast path declining every run (the exact path
+``probewise``     ``read_chrome_trace(TRACE, workers=1)`` (with the compiled scanner
+                  where the install built it)
+``probewise-pure``  the same with ``PROBEWISE_PURE_PYTHON=1`` (no compiled scanner: the
+                  fast path, and the exact path where it declines)
+``probewise-exact``  the same with the fast path declining every run too (the exact path
                   alone, as the reader was before the fast path)
 ``probewise-2w``  ``read_chrome_trace(TRACE, workers=2)``
 
@@ -51,7 +54,15 @@ from typing import Any
 
 import msgspec
 
-PLAIN = ("read", "json", "msgspec", "probewise", "probewise-exact", "probewise-2w")
+PLAIN = (
+    "read",
+    "json",
+    "msgspec",
+    "probewise",
+    "probewise-pure",
+    "probewise-exact",
+    "probewise-2w",
+)
 GZIP = ("zcat", "inflate", "inflate-isal", "probewise-gz", "probewise-gz-zlib")
 
 
@@ -91,6 +102,8 @@ def _work(kind: str, path: str) -> dict[str, Any]:
         import functools
         import zlib
 
+        if kind in ("probewise-pure", "probewise-exact"):
+            os.environ["PROBEWISE_PURE_PYTHON"] = "1"  # read when the reader is imported
         from probewise.throughput.readers import _source as source
         from probewise.throughput.readers.chrome_trace import read_chrome_trace
 

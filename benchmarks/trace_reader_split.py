@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from probewise.throughput.readers import _events, _source, _totals, chrome_trace
+from probewise.throughput.readers import _events, _native, _source, _steps, _totals, chrome_trace
 
 spent: dict[str, float] = {}
 
@@ -47,6 +47,8 @@ def main() -> None:
         (_events.Parser, "_try"),
         (_events.Parser, "_decode"),
         (_totals.FastPath, "_decode"),
+        (_native.NativePath, "add"),
+        (_totals.Totals, "absorb"),
         (_totals.Totals, "tally"),
         (_events.Parser, "_cuts"),
         (_totals.Totals, "add"),
@@ -55,7 +57,7 @@ def main() -> None:
         (_totals, "_select"),
         (_totals, "_pick"),
         (_totals, "_correlations"),
-        (_totals, "_step_names"),
+        (_steps, "step_names"),
     ]:
         _wrap(owner, name)
     started = time.process_time()

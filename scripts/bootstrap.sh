@@ -9,7 +9,9 @@ py=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$py" -m venv .venv
 fi
-stamp_want=$( (cat pyproject.toml scripts/bootstrap.sh; .venv/bin/python -V) | sha256sum | cut -d' ' -f1)
+# The C scanner's source too: the editable install compiles it in place (setup.py).
+stamp_want=$( (cat pyproject.toml setup.py scripts/bootstrap.sh src/probewise/throughput/readers/_scan.c
+    .venv/bin/python -V) | sha256sum | cut -d' ' -f1)
 if [ -f .venv/.probewise-stamp ] && [ "$(cat .venv/.probewise-stamp)" = "$stamp_want" ]; then
     exit 0
 fi

@@ -212,6 +212,23 @@ def test_a_plain_pip_install_is_torch_free_and_works(tmp_path: Path) -> None:
         tmp_path,
     )
     assert licensed.stdout.strip() == "MIT MIT License", licensed.stderr
+    # The wheel carries its data and stubs, and (with a C compiler, as in CI) the scanner.
+    shipped = run(
+        [
+            str(python),
+            "-c",
+            "from importlib.resources import files; r = files('probewise'); "
+            "print((r / 'py.typed').is_file(), "
+            "(r / 'throughput/attention/configs/llama3-8b.json').is_file(), "
+            "(r / 'responses/_default_gates.json').is_file(), "
+            "(r / 'throughput/readers/_scan.pyi').is_file())",
+        ],
+        tmp_path,
+    )
+    assert shipped.stdout.split() == ["True"] * 4, shipped.stderr
+    if os.environ.get("PROBEWISE_REQUIRE_NATIVE") == "1":
+        built = run([str(python), "-c", "import probewise.throughput.readers._scan"], tmp_path)
+        assert built.returncode == 0, built.stderr[-2000:]
     check_light_library(str(python), tmp_path)
     check_light_cli(str(python), tmp_path)
     # and the console script itself

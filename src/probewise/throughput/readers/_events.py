@@ -23,9 +23,10 @@ import regex
 
 from probewise.errors import DamageKind, InvalidInputError, TraceFormatError
 from probewise.throughput.kernels import Damage, KernelTable, ProgressCallback, TraceSource
+from probewise.throughput.readers._native import NativePath
 from probewise.throughput.readers._source import WHITESPACE, Source
 from probewise.throughput.readers._spill import Area
-from probewise.throughput.readers._totals import DECODE_ANY, Event, FastPath, Totals
+from probewise.throughput.readers._totals import DECODE_ANY, DECODE_EVENTS, Event, FastPath, Totals
 
 __all__ = ["Parser", "Segment", "Spawn", "WorkerResult", "first_line"]
 
@@ -35,7 +36,6 @@ _RUN: Final = 1 << 20
 _MAX_VALUE: Final = 256 << 20  # largest non-event top-level value held in memory
 _MAX_WORLD_SIZE: Final = 1 << 20  # larger distributedInfo ranks/world sizes are ignored
 _PARALLEL_MIN_BYTES: Final = 64 << 20  # plain files at least this big are split among workers
-_DECODE_EVENTS: Final = msgspec.json.Decoder(list[Event])
 _ERROR_BYTE: Final = regex.compile(r"\(byte (\d+)\)")
 _CUT: Final = regex.compile(rb"\}[ \t\r\n]*+,[ \t\r\n]*+(?=\{)")
 
@@ -102,7 +102,10 @@ class Parser:
         self.src = Source(path, progress, salvage=salvage)
         self.salvage = salvage
         self.totals = Totals(always_launches=always_launches, area=self.area)
-        self.fast = FastPath()  # tried first on every run; the exact path where it declines
+        # Tried on every run in this order, each where the one before declines: the
+        # compiled scanner (where it was built), the fast path, the exact path.
+        self.native = NativePath()
+        self.fast = FastPath()
         self.pos = 0
         self.rank: int | None = None
         self.world_size: int | None = None
@@ -501,6 +504,8 @@ class Parser:
     def _try(self, start: int, end: int, *, final: bool = False) -> object:
         """Decode buf[start:end] as events; returns _OK, _CLOSED or _WRONG_CUT (or fails)."""
         src = self.src
+        if not final and self.native.add(self.totals, src.buf, start, end):
+            return _OK
         # One copy of the run (a join of a view), not a slice and two concatenations.
         body = memoryview(src.buf)[start:end]
         doc = b"".join((b"[", body) if final else (b"[", body, b"]"))
@@ -546,7 +551,7 @@ class Parser:
         Raises msgspec.DecodeError for invalid JSON (never ValidationError).
         """
         try:
-            return _DECODE_EVENTS.decode(doc)
+            return DECODE_EVENTS.decode(doc)
         except msgspec.ValidationError:
             items: object = DECODE_ANY.decode(doc)  # DecodeError here is invalid JSON
         if not isinstance(items, list):  # pragma: no cover - doc is an array

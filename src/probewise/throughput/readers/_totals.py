@@ -40,12 +40,15 @@ from probewise.throughput.kernels import (
     TraceSource,
 )
 from probewise.throughput.readers._spill import DEVICE, KEY, LAUNCH, Area, Store
+from probewise.throughput.readers._steps import STEP_RAW, join, merge_steps, step_names
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["DECODE_ANY", "Event", "FastPath", "Totals"]
+    from probewise.throughput.readers._scan import Scanned
+
+__all__ = ["DECODE_ANY", "DECODE_EVENTS", "Event", "FastPath", "Totals", "role_of"]
 
 
 class Event(msgspec.Struct, gc=False):
@@ -61,6 +64,10 @@ class Event(msgspec.Struct, gc=False):
     ts: int | float | None = None
     dur: int | float | str | None = None
     args: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+DECODE_EVENTS: Final = msgspec.json.Decoder(list[Event])
+"""The exact path's decoder: a JSON array of events."""
 
 
 class _Args(msgspec.Struct):
@@ -81,7 +88,6 @@ _DECODE_ARGS_LIST: Final = msgspec.json.Decoder(list[_Args64])
 DECODE_ANY: Final = msgspec.json.Decoder()
 """Any JSON value, as Python objects."""
 _CORRELATION: Final = re.compile(rb'"correlation"[ \t\r\n]*+:[ \t\r\n]*+(-?[0-9]{1,19})(?![0-9])')
-_STEP_RAW: Final = re.compile(rb'"ProfilerStep#([0-9]{1,18})"')  # longer: not a step number
 _CAT: Final = operator.attrgetter("cat")
 _PH: Final = operator.attrgetter("ph")
 _PH_CAT: Final = operator.attrgetter("ph", "cat")
@@ -120,6 +126,23 @@ _EXCLUSION_OF: Final = {
     _K_RUNTIME: ExclusionReason.RUNTIME_CALL,
     _K_OTHER: ExclusionReason.OTHER,
 }
+
+
+_ROLE_LAUNCH: Final = 5  # _scan.c's ROLE_LAUNCH
+_ROLE_COUNT: Final = -1
+
+
+def role_of(cat: str | None, *, launches: bool) -> int:
+    """What the compiled scanner makes of a category's events (``_scan.c``, ``role``).
+
+    -1: only counted; 0-4: a device-lane code (kernel, copy, fill, GPU annotation,
+    stream sync); 5: a launch, whose correlation id and start are kept (``launches``:
+    the run may need them for the per-step breakdown).
+    """
+    code = _category(cat)
+    if code <= _K_SYNC:
+        return code
+    return _ROLE_LAUNCH if code == _K_RUNTIME and launches else _ROLE_COUNT
 
 
 def _category(cat: str | None) -> int:
@@ -178,13 +201,13 @@ class Totals:
             if ph != "X":
                 self.not_span_counts[cat] += n
         self.cat_counts.update(cats)
-        step_names = _step_names(doc)  # one scan of the run's bytes
-        if step_names:
+        found = step_names(doc)  # one scan of the run's bytes
+        if found:
             # One pass: only names of a step name's length (picked in C) are compared.
             names = list(map(_NAME, events))
-            lengths = {len(target) for target in step_names}
+            lengths = {len(target) for target in found}
             for at in compress(range(len(names)), map(lengths.__contains__, map(len, names))):
-                if bytes(names[at]) in step_names:
+                if bytes(names[at]) in found:
                     self._step(events[at])
         lane_cats = {cat for cat in cats if _category(cat) <= _K_SYNC}
         runtime_cats = {cat for cat in cats if _category(cat) == _K_RUNTIME}
@@ -303,6 +326,48 @@ class Totals:
                 list(map(_CORRELATION_OF, map(_ARGS, launches))), list(map(_TS, launches))
             )
 
+    def absorb(self, scanned: Scanned, step_events: list[Event], steps: set[bytes]) -> None:
+        """:meth:`add` for a run the compiled scanner read (``_native``), with its results.
+
+        ``step_events`` are the run's events named ``"ProfilerStep#..."`` (decoded by the
+        exact path's decoder), ``steps`` the step names in the run's bytes.
+        """
+        (events, counts, _, rows, lane, spans, keys) = scanned[:7]
+        self.events += events
+        runtime = 0
+        for cat, n, not_x in counts:  # in first-seen order, as add's Counter
+            self.cat_counts[cat] += n
+            if not_x:
+                self.not_span_counts[cat] += not_x
+            if _category(cat) == _K_RUNTIME:
+                runtime += n
+        for event in step_events:
+            if bytes(event.name) in steps:
+                self._step(event)
+        keep = bool(self.steps) or self.always_launches
+        for code, ns in lane:
+            self.naive_ns += ns
+            if code > _K_MEMSET:
+                self.lane_ns[code] = self.lane_ns.get(code, 0) + ns
+        for code, name, calls, ns in rows:
+            entry = self.rows[code].get(name)
+            if entry is None:
+                self.rows[code][name] = [calls, ns]
+            else:
+                entry[0] += calls
+                entry[1] += ns
+        self.device_keys.frombytes(keys)
+        device_corr, device_code, device_ns, launch_corr, launch_ts = scanned[7:12]
+        if keep:
+            self.device_corr.frombytes(device_corr)
+            self.device_code.frombytes(device_code)
+            self.device_ns.frombytes(device_ns)
+            self.launch_corr.frombytes(launch_corr)
+            self.launch_ts.frombytes(launch_ts)
+        else:
+            self.skipped_launches += spans + runtime
+        self._bound()
+
     def merge(self, other: Totals) -> None:
         """Add what a worker read from another part of the same file."""
         self.events += other.events
@@ -336,7 +401,7 @@ class Totals:
     def _step(self, event: Event) -> None:
         if event.ph != "X" or event.ts is None or _category(event.cat) not in (_K_CPU, _K_OTHER):
             return
-        match = _STEP_RAW.match(event.name)
+        match = STEP_RAW.match(event.name)
         if match is not None:
             ns = max(_dur_ns(event.dur), 0)
             self.steps.append((float(event.ts), ns / 1000, int(match.group(1))))
@@ -485,9 +550,9 @@ class Totals:
             for launches, device in zip(
                 self.store.partitions(LAUNCH), self.store.partitions(DEVICE), strict=True
             ):
-                _join((starts, ends), launches, device, totals, counts)
+                join((starts, ends), launches, device, totals, counts)
         else:
-            _join((starts, ends), self._launch_columns(), self._device_columns(), totals, counts)
+            join((starts, ends), self._launch_columns(), self._device_columns(), totals, counts)
         out = [
             StepBreakdown(
                 step=number,
@@ -499,50 +564,7 @@ class Totals:
             )
             for i, (_, dur, number) in enumerate(spans)
         ]
-        return _merge_steps(out)
-
-
-def _join(
-    spans: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
-    launches: list[npt.NDArray[np.generic]],
-    device: list[npt.NDArray[np.generic]],
-    totals: npt.NDArray[np.int64],
-    counts: npt.NDArray[np.int64],
-) -> None:
-    """Add each device event's ns to the step (start, end) its launch falls in.
-
-    A device event's launch is the first launch with its correlation id (a stable sort);
-    one pass over the device events, not one per step.
-    """
-    import numpy as np
-
-    starts, ends = spans
-    launch_corr, launch_ts = launches
-    corr, ns = device[0], device[2]
-    code = cast("npt.NDArray[np.int8]", device[1])
-    order = np.argsort(launch_corr, kind="stable")
-    launch_corr, launch_ts = launch_corr[order], launch_ts[order]
-    at = np.searchsorted(launch_corr, corr)
-    found = at < len(launch_corr)
-    found[found] = launch_corr[at[found]] == corr[found]
-    if len(launch_ts) == 0:  # device events but no launch events (a damaged trace)
-        launched = np.full(corr.shape, np.nan)
-    else:
-        launched = np.where(found, launch_ts[np.minimum(at, len(launch_ts) - 1)], np.nan)
-    index = np.searchsorted(starts, launched, side="right") - 1
-    inside = found & (index >= 0)
-    inside[inside] = launched[inside] <= ends[index[inside]]
-    mine = index[inside]
-    np.add.at(totals, mine * 3 + code[inside], ns[inside])
-    counts += np.bincount(mine, minlength=len(counts))
-
-
-def _merge_steps(steps: list[StepBreakdown]) -> list[StepBreakdown]:
-    """One entry per step number (a number repeated within a file is summed)."""
-    merged: dict[int, StepBreakdown] = {}
-    for step in steps:
-        merged[step.step] = merged[step.step] + step if step.step in merged else step
-    return list(merged.values())
+        return merge_steps(out)
 
 
 def _durations_ns(events: list[Event]) -> list[int]:
@@ -554,34 +576,6 @@ def _durations_ns(events: list[Event]) -> list[int]:
         if not ns_list or (min(ns_list) >= 0 and max(ns_list) < 10**18):
             return ns_list
     return [_dur_ns(d) for d in durations]
-
-
-_STEP_PREFIX: Final = b'"ProfilerStep'
-_MANY_HASHES: Final = 4096
-
-
-def _step_names(doc: bytes) -> set[bytes]:
-    """The distinct ``"ProfilerStep#N"`` name strings (quoted) that occur in ``doc``."""
-    found: set[bytes] = set()
-    # '#' is found with memchr, far faster than the whole needle, and is rare in a
-    # trace; where it is not (over _MANY_HASHES in a run) the rest is searched whole.
-    width = len(_STEP_PREFIX)
-    at = doc.find(b"#", width)
-    for _ in range(_MANY_HASHES):
-        if at < 0:
-            return found
-        if doc.startswith(_STEP_PREFIX, at - width):
-            match = _STEP_RAW.match(doc, at - width)
-            if match is not None:
-                found.add(match.group(0))
-        at = doc.find(b"#", at + 1)
-    at = doc.find(b'"ProfilerStep#', max(0, at - width))
-    while at >= 0:
-        match = _STEP_RAW.match(doc, at)
-        if match is not None:
-            found.add(match.group(0))
-        at = doc.find(b'"ProfilerStep#', at + 1)
-    return found
 
 
 def _select(events: list[Event], cats: set[str | None]) -> list[Event]:
@@ -723,7 +717,7 @@ class FastPath:
     def add(self, totals: Totals, doc: bytes) -> bool:
         """Add the events of ``doc`` (a JSON array) to ``totals``; False: nothing was added,
         the exact path decides."""
-        steps = _step_names(doc)
+        steps = step_names(doc)
         events = self._decode(doc, steps=bool(steps))
         if events is None:
             return False

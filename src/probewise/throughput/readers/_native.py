@@ -1,0 +1,84 @@
+"""The trace reader's compiled scanner, where the install built it: a run in one C pass.
+
+``_scan.c`` (built by setup.py, optional) checks a run of events as JSON and does in C
+what :meth:`~probewise.throughput.readers._totals.Totals.add` does with it, so host
+events never become Python objects; :meth:`Totals.absorb` adds what it found. Where it
+declines (anything it does not read exactly, see the C file's header) or was not built,
+the fast path and the exact path read the run as before, with the same results.
+``PROBEWISE_PURE_PYTHON=1`` in the environment turns it off (the tests compare both).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias, final
+
+import msgspec
+
+from probewise.throughput.readers._steps import step_names
+from probewise.throughput.readers._totals import DECODE_EVENTS, Event, Totals, role_of
+
+if TYPE_CHECKING:
+    from probewise.throughput.readers._scan import Scanned
+
+__all__ = ["SCAN", "NativePath", "Scan"]
+
+Scan: TypeAlias = Callable[
+    [bytes | bytearray | memoryview, int, int, Callable[[str | None], int]], "Scanned | None"
+]
+
+
+def _load() -> Scan | None:
+    if os.environ.get("PROBEWISE_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from probewise.throughput.readers._scan import scan
+    except ImportError:  # not built (no C compiler at install): the pure-Python paths
+        return None
+    return scan
+
+
+SCAN: Scan | None = _load()
+"""The scanner, or None where it was not built or is turned off (each reader takes it
+when it starts, so a test can set it)."""
+
+
+@final
+class NativePath:
+    """Offers each run to the scanner; one per file (it caches each category's role)."""
+
+    def __init__(self) -> None:
+        self.scan = SCAN
+        self._roles: tuple[dict[str | None, int], dict[str | None, int]] = ({}, {})
+
+    def add(self, totals: Totals, buf: bytes, start: int, end: int) -> bool:
+        """Add the events of ``buf[start:end]`` (the inside of a JSON array) to ``totals``;
+        False: nothing was added, the pure-Python paths decide."""
+        if self.scan is None:
+            return False
+        steps = step_names(buf, start, end)
+        launches = bool(totals.steps or totals.always_launches or steps)
+        scanned = self.scan(buf, start, end, self._role(launches=launches))
+        if scanned is None:
+            return False
+        picked = scanned[2]
+        step_events: list[Event] = []
+        if picked is not None:
+            try:
+                step_events = DECODE_EVENTS.decode(picked)
+            except msgspec.DecodeError:  # pragma: no cover - the scanner checked their types
+                return False
+        totals.absorb(scanned, step_events, steps)
+        return True
+
+    def _role(self, *, launches: bool) -> Callable[[str | None], int]:
+        roles = self._roles[launches]
+
+        def role(cat: str | None) -> int:
+            found = roles.get(cat)
+            if found is None:
+                found = roles[cat] = role_of(cat, launches=launches)
+            return found
+
+        return role
