@@ -24,6 +24,26 @@ from probewise.throughput.readers import _events, _spill, _totals
 from probewise.throughput.readers.chrome_trace import read_chrome_trace
 
 
+def test_a_workers_full_disk_is_the_same_spill_error(
+    tmp_path: Path, spill_area: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker process whose spill files fail: the parent raises SpillError naming the
+    place, not a trace error (the worker's spill directory is gone before it writes)."""
+    from probewise.errors import SpillError
+
+    gone = tmp_path / "gone"
+    monkeypatch.setattr(_spill, "SPILL_BYTES", 1)
+    monkeypatch.setattr(_events, "_PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(_spill.Area, "__getstate__", lambda self: (str(gone), 1))
+    path = tmp_path / "t.json"
+    events = [_kernel(i, i, 1.0) for i in range(2000)] + [_launch(i, i) for i in range(2000)]
+    path.write_text(json.dumps({"traceEvents": [_step(1, 0, 100), *events]}), encoding="utf-8")
+    with pytest.raises(SpillError, match="TMPDIR") as caught:
+        read_chrome_trace(path, workers=2)
+    assert str(gone) in str(caught.value)
+    assert not any(spill_area.iterdir())
+
+
 def _read(path: Path, *, workers: int, salvage: bool = False) -> KernelTable | str:
     try:
         return read_chrome_trace(path, workers=workers, salvage=salvage)

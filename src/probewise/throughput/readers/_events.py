@@ -21,7 +21,7 @@ import attrs
 import msgspec
 import regex
 
-from probewise.errors import DamageKind, InvalidInputError, TraceFormatError
+from probewise.errors import DamageKind, InvalidInputError, SpillError, TraceFormatError
 from probewise.throughput.kernels import Damage, KernelTable, ProgressCallback, TraceSource
 from probewise.throughput.readers._native import NativePath
 from probewise.throughput.readers._source import WHITESPACE, Source
@@ -49,6 +49,7 @@ class WorkerResult:
     landed: bool
     end: int | None
     error: tuple[DamageKind, str, int] | None
+    spill_error: str | None = None  # its spill files failed: the parent raises SpillError
 
 
 class Segment(Protocol):
@@ -402,6 +403,8 @@ class Parser:
         end: int | None = None
         for worker in pool:
             result = worker.result()
+            if result.spill_error is not None:
+                raise SpillError(result.spill_error)
             if result.error is not None:
                 kind, message, offset = result.error
                 raise TraceFormatError(message, path=self.path, offset=offset, kind=kind)
@@ -431,6 +434,10 @@ class Parser:
             message = message.split(" (")[0] if error.path is not None else message
             return WorkerResult(
                 totals=None, landed=False, end=None, error=(kind, message, error.offset or 0)
+            )
+        except SpillError as error:  # the temporary directory, not the trace
+            return WorkerResult(
+                totals=None, landed=False, end=None, error=None, spill_error=str(error)
             )
         self.totals.finish_segment()
         return WorkerResult(
