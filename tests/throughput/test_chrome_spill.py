@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -227,11 +229,27 @@ def test_generated_traces_read_spilled_as_unspilled(
     assert not any(spill_area.iterdir())
 
 
+@pytest.mark.parametrize("split", [False, True])
 def test_generated_steps_are_joined_across_partitions(
-    tmp_path: Path, spill_area: Path, spills: list[int], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    spill_area: Path,
+    spills: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    split: bool,
 ) -> None:
-    """Many correlation ids (every partition used), shared ids, copies: spilled as in memory."""
+    """Many correlation ids (every partition used), shared ids, copies: spilled as in memory,
+    and so when big partitions are split again before they are joined."""
     monkeypatch.setattr(_events, "_RUN", 1 << 14)
+    splits = [0]
+    if split:
+        monkeypatch.setattr(_spill, "PARTITION_BYTES", 600)
+        inner = _spill.Store._split  # pyright: ignore[reportPrivateUsage]
+
+        def counting(self: _spill.Store, *args: Any) -> Any:
+            splits[0] += 1
+            return inner(self, *args)
+
+        monkeypatch.setattr(_spill.Store, "_split", counting)
     events: list[dict[str, object]] = [_step(n, n * 100.0, 99.5) for n in range(1, 40)]
     for i in range(6_000):
         corr = (i * 7919) % 5_000
@@ -245,6 +263,46 @@ def test_generated_steps_are_joined_across_partitions(
     assert table.steps
     assert table.sources[0].notes
     assert spills[0] > 10
+    assert (splits[0] > 20) == split
+    assert not any(spill_area.iterdir())
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ids=st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 30), max_size=300),
+    limit=st.sampled_from([0, 64, 1 << 20]),
+)
+def test_split_partitions_keep_each_ids_rows_together_and_in_order(
+    tmp_path_factory: pytest.TempPathFactory, ids: list[int], limit: int
+) -> None:
+    """Store.joined at any PARTITION_BYTES (0: every partition split down to the last
+    level): every row once, one id's launches and device rows in one part, in order."""
+    import numpy as np
+
+    area = _spill.Area(root=str(tmp_path_factory.mktemp("area")))
+    store = _spill.Store()
+    corr = np.array(ids, dtype=np.int64)
+    order = np.arange(len(ids), dtype=np.float64)  # a launch's "start": its row number
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_spill, "PARTITION_BYTES", limit)
+        if ids:
+            store.write(area, _spill.LAUNCH, [corr, order])
+            code = np.zeros(len(ids), dtype=np.int8)
+            store.write(area, _spill.DEVICE, [corr[::-1].copy(), code, np.arange(len(ids))])
+        parts = list(store.joined((_spill.LAUNCH, _spill.DEVICE), area))
+    launches = [(int(c), float(t)) for (lc, lt), _ in parts for c, t in zip(lc, lt, strict=True)]
+    assert sorted(launches) == sorted(zip(ids, order.tolist(), strict=True))
+    part_of: dict[int, int] = {}
+    for index, ((launch_corr, starts), (device_corr, _, _)) in enumerate(parts):
+        for c in {*launch_corr.tolist(), *device_corr.tolist()}:
+            assert part_of.setdefault(c, index) == index  # one id, one part
+        for c in set(launch_corr.tolist()):  # in the order they were added
+            mine = starts[launch_corr == c]
+            assert list(mine) == sorted(mine)
+    assert sum(len(device[0]) for _, device in parts) == len(ids)
+    assert sorted(os.listdir(area.root())) == sorted(
+        {b.path.rsplit("/", 1)[-1] for b in store.batches}
+    )
 
 
 @pytest.mark.parametrize("failing", ["mkdtemp", "mkstemp"])

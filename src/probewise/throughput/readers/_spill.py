@@ -8,8 +8,9 @@ they go to a private temporary directory (:class:`Area`), in batches. A batch ho
 kind of column, its rows sorted (stably) by partition: launches and device events by a
 hash of their correlation id, so one correlation's launches and device events land in
 the same partition; duplicate keys by a hash of the key. At the end the join runs one
-partition at a time (:meth:`Store.partitions`), so it holds about 1/:data:`PARTITIONS`
-of the columns; sums of integer ns and counts are the same in any grouping, and within
+partition at a time (:meth:`Store.joined`), so it holds about 1/:data:`PARTITIONS`
+of the columns, and a partition over :data:`PARTITION_BYTES` is split again by the next
+byte of the hash first (any trace size then joins in bounded memory); sums of integer ns and counts are the same in any grouping, and within
 a partition the rows keep their order (the first launch of a correlation id wins, as
 in memory), so the result is exactly the in-memory one.
 
@@ -36,7 +37,17 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["DEVICE", "KEY", "LAUNCH", "PARTITIONS", "SPILL_BYTES", "Area", "Batch", "Store"]
+__all__ = [
+    "DEVICE",
+    "KEY",
+    "LAUNCH",
+    "PARTITIONS",
+    "PARTITION_BYTES",
+    "SPILL_BYTES",
+    "Area",
+    "Batch",
+    "Store",
+]
 
 SPILL_BYTES: Final = 32 << 20
 """Bytes of columns a :class:`~._totals.Totals` holds before it spills them (patchable).
@@ -47,6 +58,11 @@ spill needs about 20 MiB more for one chunk's sort: 32 MiB keeps the whole under
 about 1.2 GB (about 6 bytes of columns per event)."""
 PARTITIONS: Final = 256
 """Partitions of the spilled columns; the final join holds one at a time."""
+PARTITION_BYTES: Final = 16 << 20
+"""A partition whose columns hold more than this is split again before it is read
+(patchable): its rows go to a store of the next level, partitioned by the next byte of
+the same hash, so the join holds at most about this much at any trace size."""
+_LEVELS: Final = 8  # the bytes of the 64-bit hash: at most 8 levels of partitions
 _CHUNK: Final = 1 << 19  # rows sorted into partitions at once (bounds the sort's memory)
 _MIX: Final = 0x9E3779B97F4A7C15  # Fibonacci hashing: the top byte of id * _MIX
 
@@ -113,8 +129,9 @@ class Batch:
 class Store:
     """The batches spilled so far, in the order of the rows they hold."""
 
-    def __init__(self) -> None:
+    def __init__(self, level: int = 0) -> None:
         self.batches: list[Batch] = []
+        self.level = level  # which byte of the hash partitions the rows (0: the top one)
         self._path: str | None = None
         self._size = 0
 
@@ -129,7 +146,7 @@ class Store:
         rows = len(columns[0])
         for first in range(0, rows, _CHUNK):
             part = [column[first : first + _CHUNK] for column in columns]
-            partition = _partition(part[0])
+            partition = _partition(part[0], self.level)
             order = np.argsort(partition, kind="stable")
             counts = np.bincount(partition, minlength=PARTITIONS)
             del partition
@@ -142,20 +159,61 @@ class Store:
             self.batches.append(Batch(kind=kind, path=self._path, offset=self._size, starts=starts))
             self._size += sum(_WIDTHS[kind]) * len(order)
 
-    def partitions(self, kind: int) -> Iterator[list[npt.NDArray[np.generic]]]:
+    def partitions(self, kind: int, area: Area) -> Iterator[list[npt.NDArray[np.generic]]]:
         """Each partition's rows of ``kind`` (its columns), in the order they were added."""
-        batches = [batch for batch in self.batches if batch.kind == kind]
-        where = os.path.dirname(batches[0].path) if batches else tempfile.gettempdir()
+        for (rows,) in self.joined((kind,), area):
+            yield rows
+
+    def joined(
+        self, kinds: tuple[int, ...], area: Area
+    ) -> Iterator[tuple[list[npt.NDArray[np.generic]], ...]]:
+        """Each non-empty partition's rows of every kind in ``kinds`` at once (rows with
+        one id are in one partition whatever their kind), in the order they were added.
+
+        A partition over :data:`PARTITION_BYTES` is split again (:meth:`_split`) and its
+        parts come in its place.
+        """
+        by_kind = {kind: [batch for batch in self.batches if batch.kind == kind] for kind in kinds}
+        every = [batch for kind in kinds for batch in by_kind[kind]]
+        where = os.path.dirname(every[0].path) if every else tempfile.gettempdir()
         with ExitStack() as stack:
             with _scratch(where):
                 files = {
-                    path: stack.enter_context(open(path, "rb"))
-                    for path in {b.path for b in batches}
+                    path: stack.enter_context(open(path, "rb")) for path in {b.path for b in every}
                 }
             for p in range(PARTITIONS):
+                size = sum(sum(_WIDTHS[b.kind]) * (b.starts[p + 1] - b.starts[p]) for b in every)
+                if not size:
+                    continue
+                if size > PARTITION_BYTES and self.level + 1 < _LEVELS:
+                    yield from self._split(p, kinds, by_kind, files, area)
+                    continue
                 with _scratch(where):
-                    rows = _read_partition(kind, p, batches, files)
+                    rows = tuple(_read_partition(kind, p, by_kind[kind], files) for kind in kinds)
                 yield rows
+
+    def _split(
+        self,
+        p: int,
+        kinds: tuple[int, ...],
+        by_kind: Mapping[int, list[Batch]],
+        files: Mapping[str, BinaryIO],
+        area: Area,
+    ) -> Iterator[tuple[list[npt.NDArray[np.generic]], ...]]:
+        """Partition ``p``'s rows, one batch's share at a time, through a store of the next
+        level (the same order within each part), whose file goes when they are read."""
+        child = Store(self.level + 1)
+        with _scratch(area.root_or_default()):
+            for kind in kinds:
+                for batch in by_kind[kind]:
+                    if batch.starts[p + 1] > batch.starts[p]:
+                        child._write(area, kind, _read_partition(kind, p, [batch], files))
+        try:
+            yield from child.joined(kinds, area)
+        finally:
+            if child._path is not None:
+                with contextlib.suppress(OSError):
+                    os.remove(child._path)
 
 
 @contextlib.contextmanager
@@ -193,9 +251,9 @@ def _read_partition(
     ]
 
 
-def _partition(ids: npt.NDArray[np.generic]) -> npt.NDArray[np.intp]:
-    """Each 64-bit id's partition: the top byte of a multiplicative hash."""
+def _partition(ids: npt.NDArray[np.generic], level: int = 0) -> npt.NDArray[np.intp]:
+    """Each 64-bit id's partition: byte ``level`` (from the top) of a multiplicative hash."""
     import numpy as np
 
     mixed = ids.view(np.uint64) * np.uint64(_MIX)
-    return (mixed >> np.uint64(56)).astype(np.intp)
+    return ((mixed >> np.uint64(56 - 8 * level)) & np.uint64(0xFF)).astype(np.intp)

@@ -499,7 +499,7 @@ class Totals:
         parts: Iterator[npt.NDArray[np.generic]]
         if self.store.batches:  # a key's copies are all in its partition
             self.spill()
-            parts = (keys for (keys,) in self.store.partitions(KEY))
+            parts = (keys for (keys,) in self.store.partitions(KEY, self.area))
         else:
             parts = iter([np.frombuffer(self.device_keys, dtype=np.int64)])
         copies = sum(int(keys.size - np.unique(keys).size) for keys in parts)
@@ -547,9 +547,7 @@ class Totals:
         counts = np.zeros(len(spans), dtype=np.int64)
         if self.store.batches:  # one partition at a time: sums of integers, any grouping
             self.spill()
-            for launches, device in zip(
-                self.store.partitions(LAUNCH), self.store.partitions(DEVICE), strict=True
-            ):
+            for launches, device in self.store.joined((LAUNCH, DEVICE), self.area):
                 join((starts, ends), launches, device, totals, counts)
         else:
             join((starts, ends), self._launch_columns(), self._device_columns(), totals, counts)
