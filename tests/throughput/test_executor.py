@@ -14,6 +14,7 @@ import inspect
 import json
 import multiprocessing
 import operator
+import pickle
 import shutil
 import socket
 import sys
@@ -28,7 +29,7 @@ from distributed import Client, LocalCluster
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probewise import ArmTally, run_arm
+from probewise import ArmTally, Rubric, Rule, classify, run_arm
 from probewise.cli import kernels as cli_kernels
 from probewise.cli import main
 from probewise.errors import InvalidInputError, MixedJobsError, TraceFormatError
@@ -337,6 +338,33 @@ def test_run_arm_shards_equal_one_run_here_and_on_dask(dask_client: Client) -> N
     assert run_arm_shards(shards, make) == whole
     assert run_arm_shards(shards, make, executor=dask_client.get_executor()) == whole
     assert run_arm_shards([], make) == ArmTally()
+    # A caller's rubric travels to the tasks too (a Rubric pickles as its fields).
+    rubric = Rubric(
+        refusal=(Rule(id="cant", pattern=r"can't help"), Rule(id="apples", pattern="apples")),
+        axes={"baking": (Rule(id="oven", pattern="oven"),)},
+        timeout=5.0,
+    )
+    here = run_arm(PROMPTS, ANSWERS.__getitem__, rubric, progress=False)
+    assert here != whole  # the rubric decides something the default does not
+    there = run_arm_shards(shards, make, rubric, executor=dask_client.get_executor())
+    assert there == here
+
+
+def test_a_rubric_pickles_as_its_fields() -> None:
+    rubric = Rubric(
+        refusal=(Rule(id="cant", pattern=r"can't help"),),
+        axes={"baking": (Rule(id="oven", pattern="oven"),), 3: ()},
+        timeout=2.5,
+        opening_chars=123,
+    )
+    for original in (rubric, Rubric.default()):
+        copy = pickle.loads(pickle.dumps(original))
+        fields = ("refusal", "deflection", "preamble", "timeout", "opening_chars")
+        assert all(getattr(copy, name) == getattr(original, name) for name in fields)
+        assert dict(copy.axes) == dict(original.axes)
+        for reply in REPLIES:
+            for axis in (None, "baking"):
+                assert classify(reply, copy, axis=axis) == classify(reply, original, axis=axis)
 
 
 def test_run_arm_shards_refuses_overlap_and_raises_what_a_task_raised() -> None:

@@ -28,9 +28,10 @@ rules have no gate: they are run exactly as before.
 
 from __future__ import annotations
 
+import functools
 import threading
 import types
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import cast, final
 
 import attrs
@@ -127,6 +128,21 @@ class Rubric:
         # now anyway), a shipped group's on first use (~0.1 s that Rubric.default() would
         # otherwise cost every process; with the gates, classify rarely needs them).
         plan_of(self)
+
+    def __reduce__(self) -> tuple[Callable[..., Rubric], tuple[object, ...]]:
+        """Pickles as its fields (``axes`` as a dict; a mappingproxy does not pickle), so
+        that a rubric travels to executor tasks (``run_arm_shards``). Its plan is made
+        again where it is unpickled."""
+        made = functools.partial(
+            Rubric,
+            refusal=self.refusal,
+            deflection=self.deflection,
+            preamble=self.preamble,
+            axes=dict(self.axes),
+            timeout=self.timeout,
+            opening_chars=self.opening_chars,
+        )
+        return (made, ())
 
     @classmethod
     def default(cls) -> Rubric:
