@@ -241,6 +241,42 @@ def test_a_plain_pip_install_is_torch_free_and_works(tmp_path: Path) -> None:
     print(f"light virtualenv: {time.monotonic() - started:.1f} s")
 
 
+def test_a_wheel_built_without_a_c_compiler_has_no_scanner_and_builds(tmp_path: Path) -> None:
+    """The trace scanner is optional: with no C compiler (CC is a program that fails),
+    the wheel still builds, without ``_scan``'s extension, and with its source and stub
+    (the reader then takes its pure-Python paths: tests/throughput/test_chrome_native.py
+    checks those give the same tables)."""
+    import shutil
+    import zipfile
+
+    # A copy of what the build reads: the checkout may hold a build/ folder and an
+    # in-place extension from earlier builds, which a wheel would pick up.
+    source = tmp_path / "source"
+    shutil.copytree(
+        REPO_ROOT / "src", source / "src", ignore=shutil.ignore_patterns("*.so", "__pycache__")
+    )
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE"):
+        shutil.copy(REPO_ROOT / name, source / name)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["CC"] = "false"
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-cache-dir",
+         "--disable-pip-version-check", "-w", str(tmp_path), str(source)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = tmp_path.glob("probewise-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    readers = "probewise/throughput/readers/"
+    assert f"{readers}_scan.pyi" in names
+    assert f"{readers}_native.py" in names
+    assert not [
+        name
+        for name in names
+        if name.startswith(f"{readers}_scan.") and name.endswith((".so", ".pyd"))
+    ]
+
+
 @pytest.mark.parametrize("extra", list(Extra))
 def test_requires_names_the_extra(extra: Extra) -> None:
     for module in _PROVIDES[extra]:
