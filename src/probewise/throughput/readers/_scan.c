@@ -15,18 +15,24 @@
  * exactly (a key or a ``cat``/``ph`` with escapes or non-ASCII bytes, a ``ts`` or ``dur``
  * of a type the exact path's typed decode rejects or that could be out of a float's
  * range, a device span without a usable start or duration, ``args`` that are not an
- * object or a correlation that is not a 64-bit integer, a surrogate escape, nesting
- * deeper than MAX_DEPTH, a repeated key it reads, too many categories or names), it
- * returns None and the reader takes its pure-Python paths on the same bytes. What it
+ * object or a correlation that is not a 64-bit integer, an integer ``ts`` or ``dur``
+ * beyond 64 bits, nanosecond sums beyond 64 bits, a surrogate escape, nesting deeper
+ * than MAX_DEPTH, a repeated key it reads, too many categories or names), it returns
+ * None and the reader takes its pure-Python paths on the same bytes. What it
  * accepts is valid JSON that msgspec also accepts and that the exact path's typed
  * decode reads without a type error, and its totals are the exact path's
  * (tests/throughput/test_chrome_native.py holds them equal).
+ *
+ * MAX_DEPTH (64) is far below msgspec's own limit at Python's default recursion limit;
+ * a program that lowers that limit to under about 100 can make msgspec refuse a run the
+ * scanner reads (nesting is not damage, so reading it is the better answer anyway).
  *
  * Memory safety: every read is bounds-checked against ``end``; the input buffer is held
  * (PyObject_GetBuffer) for the whole call and never written.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -64,7 +70,6 @@ typedef struct {
     Py_ssize_t calls;
     long long ns;
     PyObject *crc_obj;
-    Py_ssize_t order;
 } Name;
 
 typedef struct {
@@ -83,7 +88,6 @@ typedef struct {
     Py_ssize_t spans;
     Out keys, dev_corr, dev_code, dev_ns;
     Out launch_corr, launch_ts;
-    Py_ssize_t launches;
     PyObject *codes[ROWS_CODES];
 } Scan;
 
@@ -196,7 +200,7 @@ static int hex4(const uchar *p, unsigned *value) {
 static const uchar *scan_string(const uchar *p, const uchar *end, int *flags) {
     int found = 0;
     for (;;) {
-        while (p + 4 <= end && !(STRING_CLASS[p[0]] | STRING_CLASS[p[1]] | STRING_CLASS[p[2]] |
+        while (end - p >= 4 && !(STRING_CLASS[p[0]] | STRING_CLASS[p[1]] | STRING_CLASS[p[2]] |
                                  STRING_CLASS[p[3]])) {
             p += 4;
         }
@@ -299,6 +303,10 @@ static const uchar *scan_number(const uchar *p, const uchar *end, int strict) {
         if (p == first) {
             return NULL;
         }
+    }
+    if (strict && !fraction && !exponent && digits > 19) {
+        return NULL; /* beyond int64: never a real start or duration, and msgspec refuses
+                        integers past sys.get_int_max_str_digits() (640 at the least) */
     }
     if (strict && (exponent || (fraction && digits > 300))) {
         double v;
@@ -557,9 +565,13 @@ static Category *category(Scan *s, const uchar *text, Py_ssize_t len) {
         return NULL;
     }
     PyObject *answer = PyObject_CallOneArg(s->role, name);
-    long role = answer == NULL ? -2 : PyLong_AsLong(answer);
-    Py_XDECREF(answer);
-    if (role == -2 || (role == -1 && PyErr_Occurred())) {
+    if (answer == NULL) {
+        Py_DECREF(name);
+        return NULL;
+    }
+    long role = PyLong_AsLong(answer);
+    Py_DECREF(answer);
+    if (role == -1 && PyErr_Occurred()) {
         Py_DECREF(name);
         return NULL;
     }
@@ -615,7 +627,6 @@ static Name *name_row(Scan *s, int code, const uchar *text, Py_ssize_t len) {
             n->len = len;
             n->crc = crc;
             n->code = code;
-            n->order = s->nnames;
             s->order[s->nnames++] = n;
             return n;
         }
@@ -655,6 +666,9 @@ static int lane_span(Scan *s, int code, const Fields *f) {
             return 0;
         }
         ns = py_round(d * 1000.0);
+    }
+    if (ns > LLONG_MAX - s->lane_ns[code]) {
+        return 0; /* a sum past int64 (the exact path sums Python ints): decline */
     }
     s->lane_ns[code] += ns;
     if (code >= ROWS_CODES) {
@@ -710,6 +724,9 @@ static int lane_span(Scan *s, int code, const Fields *f) {
     }
     long long key64 = (long long)hash;
     signed char code8 = (signed char)code;
+    if (ns > LLONG_MAX - row->ns) {
+        return 0;
+    }
     row->calls++;
     row->ns += ns;
     s->spans++;
@@ -731,7 +748,6 @@ static int launch(Scan *s, const Fields *f) {
     if (!correlation_of(f->args, f->args_end, &has_corr, &corr)) {
         return 0;
     }
-    s->launches++;
     if (!has_corr || f->ts == NULL) {
         return 1;
     }
@@ -966,10 +982,10 @@ static PyObject *results(Scan *s) {
     if (steps == NULL) {
         goto done;
     }
-    result = Py_BuildValue("(nOOOOnNNNNNNn)", s->events, counts, steps, rows, lane, s->spans,
+    result = Py_BuildValue("(nOOOOnNNNNNN)", s->events, counts, steps, rows, lane, s->spans,
                            out_bytes(&s->keys), out_bytes(&s->dev_corr), out_bytes(&s->dev_code),
                            out_bytes(&s->dev_ns), out_bytes(&s->launch_corr),
-                           out_bytes(&s->launch_ts), s->launches);
+                           out_bytes(&s->launch_ts));
 done:
     Py_XDECREF(counts);
     Py_XDECREF(rows);
@@ -1004,7 +1020,7 @@ PyDoc_STRVAR(scan_doc,
              "what its events are: -1 counted only, 0-4 a device-lane code, 5 a launch.\n"
              "Returns None where the pure-Python paths must decide, else (events, counts,\n"
              "steps, rows, lane, spans, keys, device_corr, device_code, device_ns,\n"
-             "launch_corr, launch_ts, launches); see probewise/throughput/readers/_native.py.");
+             "launch_corr, launch_ts); see probewise/throughput/readers/_native.py.");
 
 static PyObject *scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
@@ -1042,14 +1058,15 @@ static PyObject *scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    const uchar *base = (const uchar *)view.buf;
+    static const uchar nothing[1] = {0};
+    const uchar *base = view.buf != NULL ? (const uchar *)view.buf : nothing; /* empty */
     s->end = base + stop;
     s->role = args[3];
     status = scan_run(s, base + start);
     if (status == ACCEPT) {
         result = results(s);
     } else if (status == DECLINE) {
-        if (PyErr_Occurred()) { /* cannot happen: a decline sets no error */
+        if (PyErr_Occurred()) { /* a role callback that set an error and returned an int */
             status = FAILED;
         } else {
             result = Py_NewRef(Py_None);

@@ -5,7 +5,7 @@ _Counts = list[tuple[str | None, int, int]]
 _Rows = list[tuple[int, bytes, int, int]]
 _Lane = list[tuple[int, int]]
 Scanned = tuple[
-    int, _Counts, bytes | None, _Rows, _Lane, int, bytes, bytes, bytes, bytes, bytes, bytes, int
+    int, _Counts, bytes | None, _Rows, _Lane, int, bytes, bytes, bytes, bytes, bytes, bytes
 ]
 
 def scan(

@@ -408,13 +408,18 @@ class Totals:
 
     def _lane(self, events: list[Event]) -> None:
         keep = bool(self.steps) or self.always_launches
-        by_code: dict[int, list[Event]] = {}
-        cats = set(map(_CAT, events))
+        # Each code's spans in the order they come (two spellings of one kind, "Kernel"
+        # and "kernel", interleave as in the file); a code seen only in non-spans too.
+        code_of = {cat: _category(cat) for cat in dict.fromkeys(map(_CAT, events))}
         spans = list(compress(events, map(operator.eq, map(_PH, events), repeat("X"))))
-        for cat in cats:
-            code = _category(cat)
-            mine = spans if len(cats) == 1 else _select(spans, {cat})
-            by_code.setdefault(code, []).extend(mine)
+        codes = dict.fromkeys(code_of.values())
+        by_code: dict[int, list[Event]] = {}
+        if len(codes) == 1:
+            by_code[next(iter(codes))] = spans
+        else:
+            span_codes = list(map(code_of.__getitem__, map(_CAT, spans)))
+            for code in codes:
+                by_code[code] = list(compress(spans, map(code.__eq__, span_codes)))
         for code, all_spans in by_code.items():
             spans = all_spans
             ns_list = _durations_ns(spans)
