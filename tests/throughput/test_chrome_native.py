@@ -266,6 +266,17 @@ def test_rows_of_two_spellings_of_one_kind_are_in_first_seen_order(scan: Scan) -
     assert list(exact.rows[0]) == [b'"b"', b'"a"', b'"c"']
 
 
+def test_a_run_of_thousands_of_distinct_names_is_read(scan: Scan) -> None:
+    """torch.compile traces can hold thousands of distinct Triton kernels: the scanner's
+    name table grows (it held 2,048 before it declined)."""
+    body = b",".join(
+        b'{"cat":"kernel","ph":"X","ts":%d,"dur":1.5,"name":"triton_%d","args":{"correlation":%d}}'
+        % (i, i % 5000, i)
+        for i in range(12_000)
+    )
+    assert _check_run(body, "steps")
+
+
 def test_every_way_a_category_is_missing_is_one_category(scan: Scan) -> None:
     body = b'{"ph": "X"}, {"cat": null, "ph": "i"}, {}, {"cat": "", "ph": "X"}'
     assert _check_run(body, "fresh")

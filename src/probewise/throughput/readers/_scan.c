@@ -17,7 +17,7 @@
  * range, a device span without a usable start or duration, ``args`` that are not an
  * object or a correlation that is not a 64-bit integer, an integer ``ts`` or ``dur``
  * beyond 64 bits, nanosecond sums beyond 64 bits, a surrogate escape, nesting deeper
- * than MAX_DEPTH, a repeated key it reads, too many categories or names), it returns
+ * than MAX_DEPTH, a repeated key it reads, more than MAX_CATS categories), it returns
  * None and the reader takes its pure-Python paths on the same bytes. What it
  * accepts is valid JSON that msgspec also accepts and that the exact path's typed
  * decode reads without a type error, and its totals are the exact path's
@@ -39,7 +39,6 @@
 
 #define MAX_CATS 64
 #define MAX_DEPTH 64
-#define NAME_SLOTS 4096 /* a power of two; at most half are used */
 #define LANE_CODES 5    /* kernel, memcpy, memset, GPU annotation, stream sync */
 #define ROWS_CODES 3    /* the codes with rows, keys and step columns */
 #define ROLE_LAUNCH 5
@@ -80,8 +79,9 @@ typedef struct {
     Py_ssize_t events;
     Out steps;
     Py_ssize_t nsteps;
-    Name *names; /* NAME_SLOTS, allocated on the first device span */
-    Name **order; /* names in first-seen order */
+    Name *names;  /* the rows by (code, raw name): open addressing, `slots` of them */
+    size_t slots; /* a power of two (0: not made yet); at most half are used */
+    Name **order; /* the rows in first-seen order */
     Py_ssize_t nnames;
     long long lane_ns[LANE_CODES];
     int lane_seen[LANE_CODES];
@@ -601,24 +601,49 @@ typedef struct {
 static const uchar NULL_NAME[] = "null";
 static const uchar EMPTY_ARGS[] = "{}";
 
-/* The (code, raw name) row of a device span: found or added (NULL: declines or failed). */
-static Name *name_row(Scan *s, int code, const uchar *text, Py_ssize_t len) {
-    if (s->names == NULL) {
-        s->names = PyMem_Calloc(NAME_SLOTS, sizeof(Name));
-        s->order = PyMem_Malloc(NAME_SLOTS / 2 * sizeof(Name *));
-        if (s->names == NULL || s->order == NULL) {
-            PyErr_NoMemory();
-            return NULL;
+static size_t name_slot(const Scan *s, uint32_t crc, int code) {
+    return (crc ^ (uint32_t)code * 0x9E3779B9u) & (s->slots - 1);
+}
+
+/* Double the name table (or make it): every row moves to its slot in the new one. */
+static int grow_names(Scan *s) {
+    size_t slots = s->slots ? s->slots * 2 : 256;
+    Name *names = PyMem_Calloc(slots, sizeof(Name));
+    Name **order = PyMem_Malloc(slots / 2 * sizeof(Name *));
+    if (names == NULL || order == NULL) {
+        PyMem_Free(names);
+        PyMem_Free(order);
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->slots = slots;
+    for (Py_ssize_t i = 0; i < s->nnames; i++) {
+        const Name *old = s->order[i];
+        size_t slot = name_slot(s, old->crc, old->code);
+        while (names[slot].text != NULL) {
+            slot = (slot + 1) & (slots - 1);
         }
+        names[slot] = *old;
+        order[i] = &names[slot];
+    }
+    PyMem_Free(s->names);
+    PyMem_Free(s->order);
+    s->names = names;
+    s->order = order;
+    return 0;
+}
+
+/* The (code, raw name) row of a device span: found or added (NULL: failed). The table
+ * is open addressing, at most half full: it doubles as it fills. */
+static Name *name_row(Scan *s, int code, const uchar *text, Py_ssize_t len) {
+    if ((size_t)s->nnames >= s->slots / 2 && grow_names(s) < 0) {
+        return NULL;
     }
     uint32_t crc = crc32_of(text, len);
-    size_t slot = (crc ^ (uint32_t)code * 0x9E3779B9u) & (NAME_SLOTS - 1);
+    size_t slot = name_slot(s, crc, code);
     for (;;) {
         Name *n = &s->names[slot];
         if (n->text == NULL) {
-            if (s->nnames == NAME_SLOTS / 2) {
-                return NULL; /* declines: a run of thousands of distinct names */
-            }
             n->crc_obj = PyLong_FromUnsignedLong(crc);
             if (n->crc_obj == NULL) {
                 return NULL;
@@ -634,7 +659,7 @@ static Name *name_row(Scan *s, int code, const uchar *text, Py_ssize_t len) {
             memcmp(n->text, text, (size_t)len) == 0) {
             return n;
         }
-        slot = (slot + 1) & (NAME_SLOTS - 1);
+        slot = (slot + 1) & (s->slots - 1);
     }
 }
 
