@@ -1121,17 +1121,32 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static int exec_module(PyObject *self) {
+    (void)self;
+    init_tables(); /* constant tables: filling them again (another interpreter) is harmless */
+    init_crc();
+    return 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, (void *)exec_module},
+#ifdef Py_GIL_DISABLED
+    /* No state of its own beyond constant tables: free-threaded builds keep the GIL off. */
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#endif
+    {0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "probewise.throughput.readers._scan",
     .m_doc = "One C pass over a run of Chrome trace events (the trace reader's optional "
              "compiled part).",
-    .m_size = -1,
+    .m_size = 0,
     .m_methods = methods,
+    .m_slots = slots,
 };
 
 PyMODINIT_FUNC PyInit__scan(void) {
-    init_tables();
-    init_crc();
-    return PyModule_Create(&module);
+    return PyModuleDef_Init(&module);
 }
