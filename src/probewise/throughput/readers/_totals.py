@@ -4,8 +4,9 @@
 builds the :class:`~probewise.throughput.kernels.KernelTable` at the end. Which
 category counts as what is specified in docs/reference/chrome-trace.md ("Categories").
 
-A run of events is first offered to :class:`FastPath`, which decodes it once as a
-tagged union on ``cat`` (host events keep only ``ph``; launches keep ``ts`` and their
+A run of events is first offered to the compiled scanner where it was built
+(``_native``, ``_scan.c``; what it finds is added by :meth:`Totals.absorb`), then to
+:class:`FastPath`, which decodes it once as a tagged union on ``cat`` (host events keep only ``ph``; launches keep ``ts`` and their
 correlation) and hands it to :meth:`Totals.tally`; where its decode raises, the exact
 path decodes every event into an :class:`Event` for :meth:`Totals.add`. Both give the
 same totals in the same order (tests/throughput/test_chrome_fastpath.py). Per run, the
