@@ -5,13 +5,16 @@ Usage::
     python benchmarks/trace_reader_split.py /tmp/perf-trace-big/rank0.json
 
 Wraps a few internal methods of the trace reader's stages (``probewise.throughput.readers``
-``_source``, ``_events`` and ``_totals``) with ``time.process_time`` counters, reads the
-file once with ``workers=1`` and prints the seconds spent inside each (nested: ``_try``
-holds the fast path's ``FastPath._decode`` and ``tally`` and, for the runs it declines,
-the exact path's ``_decode`` and ``add``; ``tally`` and ``add`` hold ``_lane``,
-``_pick``/``_select``, ``_correlations`` and ``_step_names``; ``more`` is the reading and
-copying into the sliding buffer). The wrappers add a little time of their own, so the
-parts are upper bounds.
+``_source``, ``_events``, ``_native``, ``_steps`` and ``_totals``) with
+``time.process_time`` counters, reads the file once with ``workers=1`` and prints the
+seconds spent inside each. They nest: ``_try`` holds the compiled scanner's
+``NativePath.add`` (with ``absorb``) and, for the runs it declines or where it was not
+built (``PROBEWISE_PURE_PYTHON=1``), the fast path's ``FastPath._decode`` and ``tally``
+and then the exact path's ``_decode`` and ``add``; ``tally`` and ``add`` hold ``_lane``,
+``_pick``/``_select`` and ``_correlations``; ``more`` is the reading and copying into the
+sliding buffer. ``step_names`` counts only the pure-Python paths' calls (the scanner's
+path imports it by name). The wrappers add a little time of their own, so the parts are
+upper bounds.
 """
 
 from __future__ import annotations
