@@ -10,6 +10,7 @@ the fast path and the exact path read the run as before, with the same results.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeAlias, final
@@ -46,11 +47,10 @@ when it starts, so a test can set it)."""
 
 @final
 class NativePath:
-    """Offers each run to the scanner; one per file (it caches each category's role)."""
+    """Offers each run to the scanner; one per file."""
 
     def __init__(self) -> None:
         self.scan = SCAN
-        self._roles: tuple[dict[str | None, int], dict[str | None, int]] = ({}, {})
 
     def add(self, totals: Totals, buf: bytes, start: int, end: int) -> bool:
         """Add the events of ``buf[start:end]`` (the inside of a JSON array) to ``totals``;
@@ -59,7 +59,8 @@ class NativePath:
             return False
         steps = step_names(buf, start, end)
         launches = bool(totals.steps or totals.always_launches or steps)
-        scanned = self.scan(buf, start, end, self._role(launches=launches))
+        # role_of is asked once per category of the run (the scanner keeps the answers).
+        scanned = self.scan(buf, start, end, functools.partial(role_of, launches=launches))
         if scanned is None:
             return False
         picked = scanned[2]
@@ -71,14 +72,3 @@ class NativePath:
                 return False
         totals.absorb(scanned, step_events, steps)
         return True
-
-    def _role(self, *, launches: bool) -> Callable[[str | None], int]:
-        roles = self._roles[launches]
-
-        def role(cat: str | None) -> int:
-            found = roles.get(cat)
-            if found is None:
-                found = roles[cat] = role_of(cat, launches=launches)
-            return found
-
-        return role

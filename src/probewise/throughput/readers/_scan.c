@@ -490,6 +490,13 @@ static int double_of(const uchar *p, const uchar *q, double *value) {
     return 1;
 }
 
+/* A number literal as msgspec reads it into ``int | float``: an int64 (``*is_int``) or a
+ * double; 0 where it is neither (an integer beyond 64 bits, a literal too long). */
+static int number_of(const uchar *p, const uchar *q, int *is_int, long long *i, double *d) {
+    *is_int = is_int_literal(p, q);
+    return *is_int ? int64_of(p, q, i) : double_of(p, q, d);
+}
+
 /* args.correlation, read as msgspec reads it into an int64 (or None): 0 declines. */
 static int correlation_of(const uchar *p, const uchar *end, int *has, long long *value) {
     int seen = 0;
@@ -674,24 +681,20 @@ static long long py_round(double x) {
 
 /* A device-lane span: its nanoseconds, row, key and step columns. 0 declines, -1 fails. */
 static int lane_span(Scan *s, int code, const Fields *f) {
-    long long ns;
+    long long ns, v;
+    double d;
+    int is_int;
     PyObject *ts;
     if (f->ts == NULL || f->dur == NULL) {
         return 0; /* no start or no numeric duration: the exact path says what it is */
     }
-    if (is_int_literal(f->dur, f->dur_end)) {
-        long long v;
-        if (!int64_of(f->dur, f->dur_end, &v) || v < 0 || v >= 1000000000000000LL) {
-            return 0;
-        }
-        ns = v * 1000;
-    } else {
-        double d;
-        if (!double_of(f->dur, f->dur_end, &d) || !(d >= 0.0 && d < 1e15)) {
-            return 0;
-        }
-        ns = py_round(d * 1000.0);
+    if (!number_of(f->dur, f->dur_end, &is_int, &v, &d)) {
+        return 0;
     }
+    if (is_int ? v < 0 || v >= 1000000000000000LL : !(d >= 0.0 && d < 1e15)) {
+        return 0; /* malformed: the exact path counts it */
+    }
+    ns = is_int ? v * 1000 : py_round(d * 1000.0);
     if (ns > LLONG_MAX - s->lane_ns[code]) {
         return 0; /* a sum past int64 (the exact path sums Python ints): decline */
     }
@@ -699,19 +702,10 @@ static int lane_span(Scan *s, int code, const Fields *f) {
     if (code >= ROWS_CODES) {
         return 1;
     }
-    if (is_int_literal(f->ts, f->ts_end)) {
-        long long v;
-        if (!int64_of(f->ts, f->ts_end, &v)) {
-            return 0;
-        }
-        ts = PyLong_FromLongLong(v);
-    } else {
-        double d;
-        if (!double_of(f->ts, f->ts_end, &d)) {
-            return 0;
-        }
-        ts = PyFloat_FromDouble(d);
+    if (!number_of(f->ts, f->ts_end, &is_int, &v, &d)) {
+        return 0;
     }
+    ts = is_int ? PyLong_FromLongLong(v) : PyFloat_FromDouble(d);
     if (ts == NULL) {
         return -1;
     }
@@ -767,8 +761,8 @@ static int lane_span(Scan *s, int code, const Fields *f) {
 
 /* A launch (runtime call): its correlation id and start, where it has both. */
 static int launch(Scan *s, const Fields *f) {
-    int has_corr;
-    long long corr;
+    int has_corr, is_int;
+    long long corr, v;
     double ts;
     if (!correlation_of(f->args, f->args_end, &has_corr, &corr)) {
         return 0;
@@ -776,14 +770,11 @@ static int launch(Scan *s, const Fields *f) {
     if (!has_corr || f->ts == NULL) {
         return 1;
     }
-    if (is_int_literal(f->ts, f->ts_end)) {
-        long long v;
-        if (!int64_of(f->ts, f->ts_end, &v)) {
-            return 0;
-        }
-        ts = (double)v;
-    } else if (!double_of(f->ts, f->ts_end, &ts)) {
+    if (!number_of(f->ts, f->ts_end, &is_int, &v, &ts)) {
         return 0;
+    }
+    if (is_int) {
+        ts = (double)v;
     }
     if (out_put(&s->launch_corr, &corr, 8) < 0 || out_put(&s->launch_ts, &ts, 8) < 0) {
         return -1;

@@ -352,12 +352,7 @@ class Totals:
             if code > _K_MEMSET:
                 self.lane_ns[code] = self.lane_ns.get(code, 0) + ns
         for code, name, calls, ns in rows:
-            entry = self.rows[code].get(name)
-            if entry is None:
-                self.rows[code][name] = [calls, ns]
-            else:
-                entry[0] += calls
-                entry[1] += ns
+            _add_row(self.rows[code], name, calls, ns)
         self.device_keys.frombytes(keys)
         device_corr, device_code, device_ns, launch_corr, launch_ts = scanned[7:12]
         if keep:
@@ -374,14 +369,8 @@ class Totals:
         """Add what a worker read from another part of the same file."""
         self.events += other.events
         for code, table in other.rows.items():
-            mine = self.rows[code]
             for name, (calls, ns) in table.items():
-                entry = mine.get(name)
-                if entry is None:
-                    mine[name] = [calls, ns]
-                else:
-                    entry[0] += calls
-                    entry[1] += ns
+                _add_row(self.rows[code], name, calls, ns)
         self.cat_counts.update(other.cat_counts)
         self.not_span_counts.update(other.not_span_counts)
         for code, ns in other.lane_ns.items():
@@ -570,6 +559,16 @@ class Totals:
             for i, (_, dur, number) in enumerate(spans)
         ]
         return merge_steps(out)
+
+
+def _add_row(table: dict[bytes, list[int]], name: bytes, calls: int, ns: int) -> None:
+    """Add ``calls`` events and ``ns`` to ``table``'s row of ``name`` (made where missing)."""
+    entry = table.get(name)
+    if entry is None:
+        table[name] = [calls, ns]
+    else:
+        entry[0] += calls
+        entry[1] += ns
 
 
 def _durations_ns(events: list[Event]) -> list[int]:
