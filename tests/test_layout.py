@@ -14,7 +14,8 @@ docs/contributing.md, where a new probe is placed.
   in its three reading doors (see ``READING_DOORS``).
 - No ``_`` name crosses a subpackage: a private module or name is used only inside the
   subpackage that holds it. The shared base at the top (``SHARED_BASE``:
-  ``_validation``, ``_json``, ``_extras``, ``_files``, ``_lazy``) is the one exception.
+  ``_validation``, ``_json``, ``_extras``, ``_files``, ``_lazy``,
+  ``_progress``) is the one exception.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ SHARED_BASE = {
     "probewise._extras",
     "probewise._lazy",
     "probewise._files",
+    "probewise._progress",
 }
 
 

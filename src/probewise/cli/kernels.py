@@ -24,6 +24,7 @@ from typing import final
 import attrs
 
 from probewise._extras import Extra, requires
+from probewise._progress import progress_bar
 from probewise.errors import InvalidInputError, TraceFormatError
 from probewise.throughput.kernels import KernelDiff, KernelTable
 from probewise.throughput.readers.chrome_trace import (
@@ -286,9 +287,7 @@ def _progress(paths: Sequence[str]) -> Generator[Callable[[int, int], None] | No
     if total < _PROGRESS_MIN_BYTES or not sys.stderr.isatty():
         yield None
         return
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, unit="B", unit_scale=True, desc="reading traces", leave=False)
+    bar = progress_bar(total=total, unit="B", unit_scale=True, desc="reading traces", leave=False)
     last = [0]
 
     def update(done: int, _file_total: int) -> None:

@@ -21,6 +21,7 @@ from typing import TypeVar, cast, final
 
 import attrs
 
+from probewise._progress import progress_bar
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses import _boundary, _journal
 from probewise.responses.classifier import Completion, classify
@@ -42,10 +43,10 @@ class _Progress:
     """A tqdm bar on stderr (on a terminal only, by default) showing counts, never text."""
 
     def __init__(self, total: int, label: str, *, enabled: bool | None) -> None:
-        from tqdm import tqdm
-
         on = sys.stderr.isatty() if enabled is None else enabled
-        self.bar = tqdm(total=total, desc=label, unit="prompt", file=sys.stderr, disable=not on)
+        self.bar = progress_bar(
+            total=total, desc=label, unit="prompt", file=sys.stderr, disable=not on
+        )
         self.seen = 0
 
     def update(self, tally: ArmTally) -> None:

@@ -35,17 +35,17 @@ import inspect
 import sys
 import threading
 from collections.abc import Callable, Generator, Mapping
-from typing import NoReturn, cast, final
+from typing import cast, final
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 import torch
-import tqdm
 import transformers
 from transformers import PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
+from probewise._progress import ProgressBar, progress_bar
 from probewise.errors import UnsupportedModelError
 from probewise.throughput.attention._band import RowIntervals
 from probewise.throughput.attention._config import (
@@ -462,7 +462,7 @@ def _run_once(
     torch_dtype = cast("torch.dtype", getattr(torch, dtype))
     # Shown only once the work passes PROGRESS_DELAY_S (thousands of layers take
     # minutes); created before the model is built, so the build counts towards it.
-    bar = tqdm.tqdm(
+    bar = progress_bar(
         total=num_layers,
         desc=f"mask probe ({text.model_type})",
         unit="layer",
@@ -514,7 +514,7 @@ def _build_model(
 
 
 def _hook_layers(
-    layers: torch.nn.ModuleList, current: list[torch.nn.Module], bar: tqdm.tqdm[NoReturn]
+    layers: torch.nn.ModuleList, current: list[torch.nn.Module], bar: ProgressBar
 ) -> list[torch.utils.hooks.RemovableHandle]:
     """Hooks that run each layer on the meta device, advance ``bar`` once per layer,
     and keep the attention module that is running last in ``current``."""
@@ -711,7 +711,7 @@ def _build_and_run(
     inputs: _Inputs,
     forward: _Forward,
     *,
-    bar: tqdm.tqdm[NoReturn],
+    bar: ProgressBar,
     structured: bool = True,
 ) -> RecordedRun:
     model, layers = _build_model(shrunk, text, torch_dtype)
