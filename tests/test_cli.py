@@ -556,3 +556,55 @@ def test_ctrl_c_while_the_subcommands_import_is_exit_130(
     monkeypatch.setattr(cli, "build_parser", interrupted)
     assert main(["fit", "1:1"]) == 130
     assert capsys.readouterr().err == "probewise: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    ("scan", "built", "expected"),
+    [
+        (True, True, "compiled scanner"),
+        (False, True, "pure Python, PROBEWISE_PURE_PYTHON is set"),
+        (False, False, "pure Python, the compiled scanner was not built"),
+    ],
+)
+def test_version_names_the_trace_reader(
+    scan: bool,
+    built: bool,
+    expected: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from probewise import __version__
+    from probewise.throughput import TraceReader, trace_reader
+    from probewise.throughput.readers import _native
+
+    def never(*_args: object) -> None:
+        raise AssertionError("--version reads no trace")
+
+    monkeypatch.setattr(_native, "SCAN", never if scan else None)
+    monkeypatch.setattr(_native, "BUILT", built)
+    assert trace_reader() is TraceReader(expected)
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    out, err = capsys.readouterr()
+    assert out == f"probewise {__version__}\ntrace reader: {expected}\n"
+    assert err == ""
+
+
+def test_this_install_reports_its_own_scanner() -> None:
+    """Unpatched: the reader named is the one this environment has (CI builds it)."""
+    from probewise.throughput import TraceReader, trace_reader
+
+    try:
+        import probewise.throughput.readers._scan  # noqa: F401
+    except ImportError:
+        built = False
+    else:
+        built = True
+    off = os.environ.get("PROBEWISE_PURE_PYTHON", "") not in ("", "0")
+    if not built:
+        assert trace_reader() is TraceReader.NOT_BUILT
+    else:
+        assert trace_reader() is (TraceReader.TURNED_OFF if off else TraceReader.COMPILED)
+    if os.environ.get("PROBEWISE_REQUIRE_NATIVE") == "1":
+        assert trace_reader() is TraceReader.COMPILED

@@ -72,6 +72,31 @@ class _Deferred:
         return run(args)
 
 
+def version_line() -> str:
+    """What ``probewise --version`` prints: the version, then on a line of its own the
+    trace reader this install uses (whether ``pip install`` built the compiled scanner)."""
+    from probewise import __version__
+    from probewise.throughput.readers.chrome_trace import trace_reader
+
+    return f"probewise {__version__}\ntrace reader: {trace_reader().value}"
+
+
+@final
+class _Version(argparse.Action):
+    """``--version``: what :func:`version_line` says, on stdout, then exit 0. Found when
+    the option is given, not when the parser is built (that would load the reader)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        print(version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered; imports no subcommand's
     module (each is imported by its handler, on dispatch)."""
@@ -79,9 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="probewise",
         description="Measurement discipline for model probes.",
     )
-    from probewise import __version__
-
-    parser.add_argument("--version", action="version", version=f"probewise {__version__}")
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="print the version and the trace reader in use (compiled scanner or pure Python)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for spec in COMMANDS:
         sub = subparsers.add_parser(

@@ -83,7 +83,12 @@ if TYPE_CHECKING:
         StepBreakdown,
         TraceSource,
     )
-    from probewise.throughput.readers.chrome_trace import ChromeTraceSet, read_chrome_traces
+    from probewise.throughput.readers.chrome_trace import (
+        ChromeTraceSet,
+        TraceReader,
+        read_chrome_traces,
+        trace_reader,
+    )
     from probewise.throughput.readers.profiler_table import (
         LabelledRow,
         ProfilerTableReading,
@@ -183,7 +188,12 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "StepBreakdown",
         "TraceSource",
     ),
-    "probewise.throughput.readers.chrome_trace": ("ChromeTraceSet", "read_chrome_traces"),
+    "probewise.throughput.readers.chrome_trace": (
+        "ChromeTraceSet",
+        "TraceReader",
+        "read_chrome_traces",
+        "trace_reader",
+    ),
     "probewise.throughput.readers.profiler_table": (
         "LabelledRow",
         "ProfilerTableReading",
@@ -271,6 +281,7 @@ __all__ = [
     "Term",
     "Terms",
     "TorchDtype",
+    "TraceReader",
     "TraceSource",
     "as_lengths",
     "bucket_batches",
@@ -292,6 +303,7 @@ __all__ = [
     "time_loss",
     "time_step",
     "tokenize_lengths",
+    "trace_reader",
 ]
 
 # At run time only: a module ``__getattr__`` that type checkers see makes them accept any

@@ -23,16 +23,14 @@ from probewise.throughput.readers._totals import DECODE_EVENTS, Event, Totals, r
 if TYPE_CHECKING:
     from probewise.throughput.readers._scan import Scanned
 
-__all__ = ["SCAN", "NativePath", "Scan"]
+__all__ = ["BUILT", "SCAN", "NativePath", "Scan"]
 
 Scan: TypeAlias = Callable[
     [bytes | bytearray | memoryview, int, int, Callable[[str | None], int]], "Scanned | None"
 ]
 
 
-def _load() -> Scan | None:
-    if os.environ.get("PROBEWISE_PURE_PYTHON", "") not in ("", "0"):
-        return None
+def _built() -> Scan | None:
     try:
         from probewise.throughput.readers._scan import scan
     except ImportError:  # not built (no C compiler at install): the pure-Python paths
@@ -40,7 +38,12 @@ def _load() -> Scan | None:
     return scan
 
 
-SCAN: Scan | None = _load()
+BUILT: bool = _built() is not None
+"""Whether this install has the compiled scanner (whether or not it is turned off)."""
+
+SCAN: Scan | None = (
+    None if os.environ.get("PROBEWISE_PURE_PYTHON", "") not in ("", "0") else _built()
+)
 """The scanner, or None where it was not built or is turned off (each reader takes it
 when it starts, so a test can set it)."""
 
