@@ -1,0 +1,35 @@
+# Sourced by check_newest.sh and check_floors.sh: a copy of the checkout (tracked files
+# and untracked ones git does not ignore) in $work/tree, with a new .venv beside its
+# files, so that the checks there use that environment and not the checkout's.
+# Needs: $root (the checkout), $work (an empty or new folder).
+mkdir -p "$work/tree"
+(cd "$root" && git ls-files -co --exclude-standard -z) |
+    (cd "$root" && tar --null -T - -cf -) | tar -xf - -C "$work/tree"
+python3 -m venv "$work/tree/.venv"
+vpip=("$work/tree/.venv/bin/python" -m pip --disable-pip-version-check -q)
+"${vpip[@]}" install --upgrade "pip>=25.1"
+# the lock's name==version pins, without hashes or comments
+lock_pins() {
+    grep -E '^[A-Za-z0-9]' "$root/requirements/dev.lock" | sed 's/ .*//'
+}
+# name==version of what the venv holds now (probewise itself left out)
+venv_pins() {
+    "${vpip[@]}" list --format=freeze --exclude-editable | grep -v '^probewise=='
+}
+# the packages whose version differs between two name==version lists (files)
+changed_names() {
+    python3 - "$1" "$2" <<'PY'
+import re, sys
+def read(path):
+    out = {}
+    for line in open(path):
+        name, _, version = line.strip().partition("==")
+        if version:
+            out[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return out
+a, b = read(sys.argv[1]), read(sys.argv[2])
+for name in sorted(set(a) | set(b)):
+    if a.get(name) != b.get(name):
+        print(f"{name} {a.get(name, '-')} {b.get(name, '-')}")
+PY
+}

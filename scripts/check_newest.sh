@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Outside CI: the newest versions pyproject.toml allows, in a scratch copy of the checkout
+# with its own .venv, through every check of scripts/test.sh. Where a check fails, each
+# package whose version differs from the lock is tried alone (the lock, with that one
+# package at its newest version) on the failed checks, and those that fail them are named.
+#
+#   bash scripts/check_newest.sh [WORKDIR]      (default: a new temporary folder)
+#
+# Exit 0: every check passed at the newest versions (refresh the lock: scripts/lock.sh);
+# 1: a check failed (the report names the upgrades that break it). The report is
+# WORKDIR/report.txt. torch stays at the CPU build on this machine kind's disk
+# (torch==2.13.0): newer releases are CUDA builds of several GB here.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+work=${1:-$(mktemp -d -t probewise-newest.XXXXXX)}
+source "$root/scripts/_scratch_tree.sh"
+cd "$work/tree"
+"${vpip[@]}" install "torch==2.13.0"
+"${vpip[@]}" install --upgrade --upgrade-strategy eager -e ".[torch,plot]" --group dev
+lock_pins > "$work/lock.txt"
+venv_pins > "$work/newest.txt"
+changed_names "$work/lock.txt" "$work/newest.txt" > "$work/changed.txt"
+report="$work/report.txt"
+{
+    echo "check_newest: $(date -u +%Y-%m-%dT%H:%MZ), in $work"
+    echo "versions that differ from the lock (name lock newest):"
+    sed 's/^/  /' "$work/changed.txt"
+} > "$report"
+set +e
+PROBEWISE_NO_BOOTSTRAP=1 bash scripts/test.sh > "$work/checks.log" 2>&1
+status=$?
+set -e
+failed=$(sed -n 's/^!! failed: //p' "$work/checks.log" | tr '\n' ' ')
+if [ "$status" -eq 0 ]; then
+    echo "every check passed at the newest versions" >> "$report"
+    cat "$report"
+    exit 0
+fi
+echo "failed at the newest versions: $failed(log: $work/checks.log)" >> "$report"
+# Each upgrade alone, on the failed checks (pytest: its failed tests only, --lf).
+while read -r name _ newest; do
+    [ "$newest" = "-" ] && continue
+    "${vpip[@]}" install --no-deps --require-hashes -r "$root/requirements/dev.lock"
+    "${vpip[@]}" install --no-deps "$name==$newest"
+    if PROBEWISE_NO_BOOTSTRAP=1 PROBEWISE_CHECKS="$failed" bash scripts/test.sh --lf \
+        > "$work/alone-$name.log" 2>&1; then
+        echo "  $name $newest alone: passes" >> "$report"
+    else
+        echo "  $name $newest alone: BREAKS $(sed -n 's/^!! failed: //p' "$work/alone-$name.log" | tr '\n' ' ')" >> "$report"
+    fi
+done < "$work/changed.txt"
+cat "$report"
+exit 1
