@@ -3,18 +3,28 @@
 # files, so that the checks there use that environment and not the checkout's.
 # Needs: $root (the checkout), $work (an empty or new folder).
 mkdir -p "$work/tree"
+# The copy has no ../shared beside it: point the tests at the checkout's (they would
+# skip without it), unless the caller set the paths.
+export PROBEWISE_FIXTURES=${PROBEWISE_FIXTURES:-$root/../shared/fixtures}
+export PROBEWISE_RESPONSES=${PROBEWISE_RESPONSES:-$root/../shared/data/responses}
+export PROBEWISE_REQUIRE_FIXTURES=${PROBEWISE_REQUIRE_FIXTURES:-1}
 (cd "$root" && git ls-files -co --exclude-standard -z) |
     (cd "$root" && tar --null -T - -cf -) | tar -xf - -C "$work/tree"
 python3 -m venv "$work/tree/.venv"
 vpip=("$work/tree/.venv/bin/python" -m pip --disable-pip-version-check -q)
 "${vpip[@]}" install --upgrade "pip>=25.1"
+# name==version of every package in the venv (pip's -q would silence the list)
+venv_list() {
+    "$work/tree/.venv/bin/python" -m pip --disable-pip-version-check list --format=freeze \
+        --exclude-editable
+}
 # the lock's name==version pins, without hashes or comments
 lock_pins() {
     grep -E '^[A-Za-z0-9]' "$root/requirements/dev.lock" | sed 's/ .*//'
 }
 # name==version of what the venv holds now (probewise itself left out)
 venv_pins() {
-    "${vpip[@]}" list --format=freeze --exclude-editable | grep -v '^probewise=='
+    venv_list | grep -v '^probewise==' || true
 }
 # the packages whose version differs between two name==version lists (files)
 changed_names() {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Outside CI: the lowest versions pyproject.toml allows of every direct dependency (the
 # runtime ones and the extras', each at its floor, as uv's --resolution lowest-direct
-# picks), over the lock's test tools, in a scratch copy of the checkout with its own
-# .venv; then the test suite there. A floor that fails is to be raised in pyproject.toml
+# picks), in a scratch copy of the checkout with its own .venv; then the test suite
+# there. A floor that fails is to be raised in pyproject.toml
 # (and said in the CHANGELOG).
 #
 #   bash scripts/check_floors.sh [WORKDIR]      (default: a new temporary folder)
@@ -19,9 +19,6 @@ source "$root/scripts/_scratch_tree.sh"
 cd "$work/tree"
 uv_version=0.13.9
 "${vpip[@]}" install "uv==$uv_version"
-uv=("$work/tree/.venv/bin/uv" pip install --python "$work/tree/.venv/bin/python" --quiet)
-# The lock first (the test tools at their locked versions), then the floors over it.
-"${vpip[@]}" install --no-deps --require-hashes -r "$root/requirements/dev.lock"
 "$work/tree/.venv/bin/python" - > "$work/floors.txt" <<'PY'
 import re, tomllib
 project = tomllib.load(open("pyproject.toml", "rb"))["project"]
@@ -30,19 +27,31 @@ for extra in ("torch", "plot", "dask", "zstd", "gzip"):
     requirements += project["optional-dependencies"][extra]
 for requirement in requirements:
     name, floor = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([^,;\s]+)", requirement.strip()).groups()
-    if name != "torch":
-        print(f"{name}=={floor}")
+    print(f"{name}=={floor}")
 PY
-echo "torch==2.13.0+cpu" > "$work/torch.txt"
-"${uv[@]}" --find-links "${TORCH_WHEELS:-/opt/wheels}" --constraint "$work/torch.txt" \
-    -r "$work/floors.txt"
-"${vpip[@]}" install --no-deps --no-build-isolation -e .
+# Held: torch to the CPU wheel on disk; the test runner and hypothesis to the lock's
+# versions (a floor is a promise to users, not to the test tools).
+{
+    echo "torch==2.13.0+cpu"
+    grep -E '^(pytest|hypothesis)==' "$root/requirements/dev.lock" | sed 's/ .*//'
+} > "$work/held.txt"
+# lowest-direct: each direct dependency (the project's, its extras', the test group's)
+# at the lowest version allowed, and whatever those need at their newest.
+"$work/tree/.venv/bin/uv" pip install --python "$work/tree/.venv/bin/python" --quiet \
+    --resolution lowest-direct --find-links "${TORCH_WHEELS:-/opt/wheels}" \
+    --constraint "$work/held.txt" -e ".[torch,plot,dask,zstd,gzip]" --group test
+{
+    echo "installed:"
+    venv_list | grep -iE "^($(sed 's/==.*//' "$work/floors.txt" | paste -sd'|'))==" |
+        sed 's/^/  /' || true
+} > "$work/installed.txt"
 report="$work/report.txt"
 {
     echo "check_floors: $(date -u +%Y-%m-%dT%H:%MZ), in $work"
-    echo "direct dependencies at their floors (torch held at 2.13.0+cpu: its floor, 2.4, is not to be had here):"
+    echo "floors in pyproject.toml (torch held at 2.13.0+cpu: its floor, 2.4, is not to be had here):"
     sed 's/^/  /' "$work/floors.txt"
-    echo "pip check: $("${vpip[@]}" check 2>&1 | tr '\n' ' ')"
+    cat "$work/installed.txt"
+    echo "pip check: $("$work/tree/.venv/bin/python" -m pip --disable-pip-version-check check 2>&1 | tr '\n' ' ')"
 } > "$report"
 set +e
 PROBEWISE_NO_BOOTSTRAP=1 PROBEWISE_CHECKS=pytest bash scripts/test.sh -q "$@" \

@@ -33,7 +33,8 @@ echo "$torch_pin" > "$constraints"
     echo "# every tool in the dev group, with hashes, for CPython 3.11 on Linux x86_64."
     echo "# Made by scripts/lock.sh (uv $uv_version pip compile, torch held to $torch_pin);"
     echo "# installed by scripts/bootstrap.sh. Do not edit by hand."
-    cat requirements/dev.lock.new
+    # the constraint file is a temporary one: name what it holds, not where it was
+    sed "s|^    #   -c $constraints\$|    #   -c $torch_pin (scripts/lock.sh)|" requirements/dev.lock.new
 } > requirements/dev.lock
 rm -f requirements/dev.lock.new
 echo "lock.sh: requirements/dev.lock: $(grep -c '^[A-Za-z]' requirements/dev.lock) packages"
