@@ -66,7 +66,8 @@ _ITEM = regex.compile(
     r"|(?P<header>\#{1,6}[ \t]+(?P<heading>[^\n]{0,120}?)[ \t#]*(?:\n|$))"
     r"|(?P<tag>(?:" + _MARK + r")?(?:" + _BRACKETED + r"(?:" + _MARK + r")?[ \t]*:?"
     r"|(?P<named>" + _NAME + r")(?:" + _MARK + r")?[ \t]*:(?:" + _MARK + r")?"
-    r"|" + _SYMBOL + r"{1,8}(?:" + _MARK + r")?[ \t]*:?)(?=[ \t\r\n*_]|$))"
+    r"|" + _SYMBOL + r"{1,8}(?:" + _MARK + r")?[ \t]*:?"
+    r"|(?![\p{Latin}\p{Common}])\p{L}(?:" + _MARK + r")?:?)(?=[ \t\r\n*_]|$))"
     r"|(?P<aside>(?P<open>\*|_)(?![*_ ])(?P<words>[^*_\n]{1,100}?)(?<! )(?P=open)(?![*_\w]))"
     r"|(?P<mark>" + _MARK + r")",
     regex.V0,
@@ -94,7 +95,13 @@ def voice(raw: str, bound: int) -> tuple[str, bool] | None:
     """The text of an answer (read in the first ``bound`` characters of ``raw``) with
     what opens it set aside, and whether a tag was among it; None when it opens in
     plain prose, with nothing to set aside (the common case, answered at once)."""
-    if raw[:1].isalpha() and raw.find(":", 0, _NEAR) < 0 and raw.find("*", 0, _NEAR) < 0:
+    first = raw[:1]
+    if (
+        first.isalpha()
+        and first.isascii()
+        and raw.find(":", 0, _NEAR) < 0
+        and raw.find("*", 0, _NEAR) < 0
+    ):
         return None
     raw = raw[:bound]
     kept: list[str] = []
