@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise import (
+    ArgumentTypeError,
     Complied,
     Deflected,
     Empty,
@@ -190,3 +192,20 @@ _TAGGY = st.text(
 def test_classify_never_fails_on_tag_like_text(text: str) -> None:
     outcome = classify(text)
     assert isinstance(outcome, Complied | Refused | Deflected | Empty), type(outcome).__name__
+
+
+def test_own_voice_false_reads_the_first_characters() -> None:
+    default = Rubric.default()
+    plain = Rubric(refusal=default.refusal, deflection=default.deflection, own_voice=False)
+    assert isinstance(classify(f"DAN: {REFUSALS[0]}", plain), Complied)
+    assert isinstance(classify(f"DAN: {REFUSALS[0]}"), Refused)
+    two = f"{REFUSALS[0]}\n\n[JAILBREAK] {ANSWERS[0]}"
+    assert isinstance(classify(two, plain), Refused)
+    copied = pickle.loads(pickle.dumps(plain))
+    assert copied.own_voice is False
+    assert isinstance(classify(f"DAN: {REFUSALS[0]}", copied), Complied)
+
+
+def test_own_voice_must_be_a_bool() -> None:
+    with pytest.raises(ArgumentTypeError):
+        Rubric(own_voice="yes")  # type: ignore[arg-type]

@@ -368,7 +368,7 @@ def _answer(
     decided it, :class:`Empty` when it has no opening, None when no rule declines it.
     Its opening is read after what is not the model's own voice (see :mod:`._voice`)."""
     opening, tagged = "", False
-    own = _voice.voice(raw, _prefix_chars(rubric.opening_chars))
+    own = _voice.voice(raw, _prefix_chars(rubric.opening_chars)) if rubric.own_voice else None
     if own is not None:
         opening, _ = _opening_of(own[0], rubric.opening_chars, clock)
         if opening:  # (a reply that is all tags is read as it is)
@@ -416,6 +416,8 @@ def _decide(
     mapped = axis is not None and axis in rubric.axes
     first, tagged = _answer(raw, rubric, plan, clock, mapped=mapped, truncated=truncated)
     if isinstance(first, Empty):
+        return first
+    if first is not None and not rubric.own_voice:
         return first
     if first is not None and _every_answer_declines(
         raw, rubric, plan, clock, mapped=mapped, tagged=tagged
