@@ -209,3 +209,19 @@ def test_own_voice_false_reads_the_first_characters() -> None:
 def test_own_voice_must_be_a_bool() -> None:
     with pytest.raises(ArgumentTypeError):
         Rubric(own_voice="yes")  # type: ignore[arg-type]
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(_NAME, st.text(_LETTERS + " :*_()[]", max_size=40)),
+    st.text(_LETTERS + " ", max_size=20),
+)
+def test_the_quick_name_check_lets_every_name_tag_through(name: str, rest: str) -> None:
+    # voice() skips the full scan when a text that opens with an ASCII letter fails the
+    # loose _NAME_LIKE check: every name tag the full scan sets aside must pass it.
+    from probewise.responses import _voice
+
+    text = f"{name}: {rest}"
+    found = _voice._ITEM.match(text)  # pyright: ignore[reportPrivateUsage]
+    if text[:1].isascii() and text[:1].isalpha() and found is not None and found.group("named"):
+        assert _voice._NAME_LIKE.match(text) is not None  # pyright: ignore[reportPrivateUsage]

@@ -23,9 +23,11 @@ Nothing here keeps, logs or returns text but to its caller, classify.
 
 from __future__ import annotations
 
+import re
+
 import regex
 
-__all__ = ["LATER_ANSWERS", "later_answers", "voice"]
+__all__ = ["LATER_ANSWERS", "later_answers", "plain", "voice"]
 
 # Symbols that tag a speaker: emoji, dingbats, pictographs, private-use glyphs, and the
 # joiners and selectors that build emoji sequences.
@@ -81,6 +83,15 @@ _EMPHASIS = regex.compile(r"\*{1,3}|(?<![\p{L}\p{N}])_{1,3}|_{1,3}(?![\p{L}\p{N}
 # Where an answer may start in plain prose: the first character is a letter and no
 # colon is near (a name tag ends in one). Anything else is looked at.
 _NEAR = 64
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+# What a name tag at the start of a text that opens with an ASCII letter must look
+# like, loosely (every name tag ``_ITEM`` sets aside there matches it): a first word,
+# up to four more that do not start with a lower-case letter (but "iDAN"), a colon.
+# Prose with a colon ("The short answer is yes: ...") fails it at once.
+_NAME_LIKE = re.compile(
+    r"[A-Za-z][^\s:]{0,40}(?:[ \t]{1,2}(?:[^\sa-z:]|[a-z]{1,4}[A-Z])[^\s:]{0,40}){0,4}"
+    r"[ \t]?[^\s\w:]{0,8}[ \t]*:"
+)
 _ITEMS_LIMIT = 12
 
 # A persona tag at the start of a line, the start of a later answer.
@@ -91,19 +102,18 @@ LATER_ANSWERS = regex.compile(
 )
 
 
-def voice(raw: str, bound: int) -> tuple[str, bool] | None:
-    """The text of an answer (read in the first ``bound`` characters of ``raw``) with
-    what opens it set aside, and whether a tag was among it; None when it opens in
-    plain prose, with nothing to set aside (the common case, answered at once)."""
-    first = raw[:1]
-    if (
-        first.isalpha()
-        and first.isascii()
-        and raw.find(":", 0, _NEAR) < 0
-        and raw.find("*", 0, _NEAR) < 0
-    ):
+def plain(raw: str) -> bool:
+    """Whether ``raw`` opens in plain prose, with nothing to set aside: an ASCII letter
+    first and no colon or asterisk near (the common case, answered at once)."""
+    head = raw[:_NEAR]
+    return head[:1] in _ASCII_LETTERS and ":" not in head and "*" not in head
+
+
+def voice(raw: str) -> tuple[str, bool] | None:
+    """The text of an answer with what opens it set aside, and whether a tag was among
+    it; None when there is nothing to set aside."""
+    if raw[:1] in _ASCII_LETTERS and "*" not in raw[:_NEAR] and _NAME_LIKE.match(raw) is None:
         return None
-    raw = raw[:bound]
     kept: list[str] = []
     at = 0
     tagged = False
