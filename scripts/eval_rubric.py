@@ -950,6 +950,14 @@ def main(argv: list[str] | None = None) -> int:
     root = responses_root(args.responses)
     try:
         real = evaluate_real(root, misses=args.misses)
+    except subprocess.CalledProcessError as error:
+        # Leaving a source out reads earlier rules from git (see WITHOUT): a copy
+        # without this repository's history cannot.
+        print(
+            f"eval_rubric: git cannot read the rules of an earlier commit ({error.cmd[-1]})",
+            file=sys.stderr,
+        )
+        return 2
     except (OSError, ValueError, KeyError) as error:
         message = str(error) if not isinstance(error, KeyError) else f"missing field {error}"
         print(f"eval_rubric: {root}: {message}", file=sys.stderr)
