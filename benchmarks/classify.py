@@ -9,7 +9,8 @@ real model text) in a realistic mix: ~60% compliant prose (curly quotes, non-ASC
 ~20% opening with a refusal, ~15% opening with a deflection and ~5% other. Then times,
 interleaved over several rounds, ``probewise.classify(text, rubric)`` and a naive
 ``any(p in text.lower() for p in REFUSAL_PREFIXES)`` check, and reports the best round
-of each. Completion text is never printed.
+of each, and the ratio in each round (median and range: the spread). Completion text
+is never printed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import gc
 import json
 import platform
 import random
+import statistics
 import sys
 import time
 from collections import Counter
@@ -219,6 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours_rate = n / ours_best
     naive_rate = n / naive_best
     ratio = ours_rate / naive_rate
+    # The spread: the ratio in each interleaved round (the two methods timed back to
+    # back, so that a slow spell of a shared machine slows both).
+    round_ratios = sorted(naive / ours for ours, naive in zip(ours_times, naive_times, strict=True))
+    median_ratio = statistics.median(round_ratios)
 
     mean_chars = sum(len(t) for t in texts) / n
     result = {
@@ -246,6 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
         },
         "ratio_ours_over_naive_throughput": ratio,
+        "round_ratios": round_ratios,
+        "median_round_ratio": median_ratio,
     }
 
     if args.json:
@@ -263,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"| probewise.classify | {ours_rate:,.0f} | {ours_best / n * 1e6:.2f} | {ratio:.3f} |")
     print(f"| naive substring | {naive_rate:,.0f} | {naive_best / n * 1e6:.2f} | 1.000 |")
     print()
+    print(
+        f"Ratio per round: median {median_ratio:.3f}, "
+        f"range {round_ratios[0]:.3f} to {round_ratios[-1]:.3f} ({rounds} rounds)"
+    )
     print("Generated mix: " + ", ".join(f"{k}={v}" for k, v in sorted(kinds.items())))
     print("Ours outcomes: " + ", ".join(f"{k}={v}" for k, v in sorted(ours_counts.items())))
     print(f"Naive: {naive_hits} refusal hits, {n - naive_hits} non-hits (two-way only)")

@@ -458,6 +458,43 @@ def _arms(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
+CALIBRATE_DESCRIPTION = """``probewise calibrate``: the rubric's measured error on rows a person labelled.
+
+LABELS is a JSONL file, one row a line: ``{"text": "...", "label": "complied"}``,
+the label one of ``complied``, ``declined`` (a decline of any kind), ``refused`` or
+``deflected`` (:class:`~probewise.HumanLabel`), and optionally ``"finish_reason"``:
+``stop`` (the default), ``length`` or ``content_filter``. Each text is classified
+with the default rubric, or with ``--rubric MODULE:NAME`` (a
+:class:`~probewise.Rubric`, or a function that returns one, imported with the current
+directory on the path).
+
+It prints the counts (rubric bucket by human label), sensitivity and specificity per
+label with Wilson intervals, and how many rows to label: for each row count (``--rows``,
+and the rows given), the expected interval widths at the measured rates and the chance
+that :meth:`~probewise.Calibration.correct` could not correct with such a sample. It
+writes ``--out``: the counts only (:meth:`~probewise.Calibration.to_dict`), what
+``probewise arms --calibration`` reads. No text of a row is printed or written, not
+even in an error message.
+
+Exit status: 0 when the file was written; 2 for bad input (one line on stderr).
+"""
+
+
+def _calibrate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("labels", type=Path, metavar="LABELS", help="JSONL: text and label")
+    parser.add_argument(
+        "--out", type=Path, required=True, metavar="FILE", help="write the calibration here"
+    )
+    parser.add_argument(
+        "--rubric", metavar="MODULE:NAME", help="a Rubric (or a function returning one)"
+    )
+    parser.add_argument("--rows", type=int, nargs="+", metavar="N", help="row counts to plan for")
+    parser.add_argument(
+        "--confidence", type=float, default=0.95, help="interval level (default 0.95)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         name="preflight",
@@ -534,6 +571,15 @@ COMMANDS: tuple[Command, ...] = (
             "Fit step time against sequence length with three terms (attention-like, "
             "per-token, fixed per step), non-negative, from three or more distinct lengths."
         ),
+    ),
+    Command(
+        name="calibrate",
+        help="measure the rubric's error on labelled rows; write a calibration for arms",
+        module="probewise.cli.calibrate",
+        run="run",
+        add_arguments=_calibrate,
+        description=CALIBRATE_DESCRIPTION,
+        raw_description=True,
     ),
     Command(
         name="arms",

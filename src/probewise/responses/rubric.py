@@ -14,6 +14,13 @@ the opening decides nothing, both groups are
 searched again in the *sequel*: the two sentences after that first sentence, at most
 ``opening_chars`` characters. So a refusal or redirect that follows "I'm sorry you're
 going through this." is read, and no rule reads further than the third sentence.
+The opening is read in the model's own voice: leading speaker and persona tags
+(``DAN:``, ``[CLASSIC]``, ``**Name**:``, emoji tags), markdown headers and emphasis,
+stage directions, a quoted echo of the request and code fences are set aside first
+(a header or stage direction stays as a short first sentence). A reply in several
+answers (a persona tag starting a later line) is read answer by answer: declined
+only when every answer declines. This holds for every rubric, the caller's too,
+unless it is made with ``own_voice=False``.
 Axis rules are searched in the whole normalised completion (its first 1,048,576
 characters). A caller's pattern keeps its ``regex.search`` meaning: ``^`` and ``$``
 bind to their own alternative (``^sorry|i won't`` finds "i won't" anywhere in the
@@ -36,7 +43,7 @@ from typing import cast, final
 
 import attrs
 
-from probewise._validation import rubric_timeout
+from probewise._validation import checked_type, rubric_timeout
 from probewise.errors import ArgumentTypeError, RubricError
 from probewise.responses._gates import gate_of
 from probewise.responses._matcher import plan_of
@@ -85,7 +92,9 @@ class Rubric:
     ``refusal`` and ``deflection`` are searched, in order, in the completion's
     opening, and, where a ``preamble`` rule matches the opening and it decides nothing,
     in the two sentences after its first sentence (see the module notes); ``axes`` maps a caller's axis key to rules whose match is evidence of
-    compliance on that axis. ``timeout`` bounds the total matching time of one
+    compliance on that axis. ``own_voice`` (default True) reads the opening after
+    speaker and persona tags and a reply in several answers answer by answer (see
+    the module notes). ``timeout`` bounds the total matching time of one
     classification in seconds (past it the outcome is ``Error(kind=TIMEOUT)``).
     """
 
@@ -97,6 +106,10 @@ class Rubric:
     )
     timeout: float = attrs.field(default=0.5, validator=rubric_timeout)
     opening_chars: int = attrs.field(default=400, validator=_check_opening)
+    # Read the opening in the model's own voice (tags set aside) and a reply in several
+    # answers answer by answer (see the module notes). False: the opening is the
+    # first characters of the text, as before issue 29.
+    own_voice: bool = attrs.field(default=True, validator=checked_type(bool))
     # No caches here: what classify builds for a rubric (its prefilters, gate scan and
     # outcomes) is its plan, kept by probewise.responses._matcher (see plan_of there),
     # and made with the rubric (__attrs_post_init__).
@@ -141,6 +154,7 @@ class Rubric:
             axes=dict(self.axes),
             timeout=self.timeout,
             opening_chars=self.opening_chars,
+            own_voice=self.own_voice,
         )
         return (made, ())
 

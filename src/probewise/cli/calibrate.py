@@ -1,0 +1,304 @@
+"""``probewise calibrate LABELS.jsonl --out calibration.json``: measure the rubric's
+error on rows a person labelled (what it does: ``CALIBRATE_DESCRIPTION`` in
+probewise.cli._args, which builds its parser and is its ``--help``).
+
+The rows' text goes to :func:`probewise.classify` and nowhere else: not to stdout,
+stderr, the file written, or an error message (which names the file, the line and
+the field, never a value).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple, cast
+
+from probewise.errors import InvalidInputError
+from probewise.responses.calibration import Calibration, HumanLabel
+from probewise.responses.classifier import Completion, classify
+from probewise.responses.outcome import Complied, Deflected, FinishReason, Refused
+from probewise.responses.rubric import Rubric
+from probewise.responses.stats import Proportion
+
+# The row counts the planning table shows when --rows does not name them.
+PLANNED_ROWS = (100, 200, 400, 800, 1600)
+_BUCKETS = ((Complied, "Complied"), (Refused, "Refused"), (Deflected, "Deflected"))
+# Outcomes of a binomial count further than this many standard deviations from its
+# mean are left out of the expectations (their weight is below 1e-12).
+_SPREAD = 8.0
+
+
+def read_labels(path: Path) -> Iterator[tuple[Completion, HumanLabel]]:
+    """The rows of a labels file: one JSON object a line, ``{"text": str, "label":
+    "complied" | "declined" | "refused" | "deflected"}`` and optionally
+    ``"finish_reason": "stop" | "length" | "content_filter"``; blank lines skipped."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as error:
+        raise InvalidInputError(f"cannot read {path}: {type(error).__name__}") from None
+    labels = {label.value: label for label in HumanLabel}
+    reasons = {reason.value: reason for reason in FinishReason}
+    with handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record: object = json.loads(line)
+                except ValueError:
+                    raise InvalidInputError(f"{path}:{number}: not a JSON object") from None
+                if not isinstance(record, dict):
+                    raise InvalidInputError(f"{path}:{number}: not a JSON object")
+                fields = cast("dict[str, object]", record)
+                text, label = fields.get("text"), fields.get("label")
+                reason = fields.get("finish_reason", "stop")
+                if not isinstance(text, str):
+                    raise InvalidInputError(f'{path}:{number}: "text" must be a string')
+                if not isinstance(label, str) or label not in labels:
+                    raise InvalidInputError(
+                        f'{path}:{number}: "label" must be one of {", ".join(labels)}'
+                    )
+                if not isinstance(reason, str) or reason not in reasons:
+                    raise InvalidInputError(
+                        f'{path}:{number}: "finish_reason" must be one of {", ".join(reasons)}'
+                    )
+                yield Completion(text, finish_reason=reasons[reason]), labels[label]
+        except UnicodeDecodeError:
+            raise InvalidInputError(f"{path}: not UTF-8 text") from None
+
+
+def load_rubric(spec: str | None) -> Rubric:
+    """The rubric ``MODULE:NAME`` names (a :class:`~probewise.Rubric`, or a function of
+    no arguments that returns one), imported with the current directory on the path;
+    the default rubric for None."""
+    if spec is None:
+        return Rubric.default()
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise InvalidInputError(f"--rubric {spec!r}: give MODULE:NAME (e.g. my_rubrics:STRICT)")
+    added = "" not in sys.path
+    if added:
+        sys.path.insert(0, "")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise InvalidInputError(
+            f"--rubric: cannot import {module_name}: {type(error).__name__}"
+        ) from None
+    finally:
+        if added:
+            sys.path.remove("")
+    found: object = getattr(module, name, None)
+    if not isinstance(found, Rubric) and callable(found):
+        try:
+            found = found()
+        except Exception as error:
+            raise InvalidInputError(f"--rubric: {spec}() raised {type(error).__name__}") from None
+    if not isinstance(found, Rubric):
+        raise InvalidInputError(f"--rubric: {spec} is not a Rubric (got {type(found).__name__})")
+    return found
+
+
+class Planned(NamedTuple):
+    """What labelling ``rows`` rows would give, at the measured rates."""
+
+    rows: int
+    sensitivity_width: float
+    specificity_width: float
+    cannot_correct: float
+    """The chance that :meth:`~probewise.Calibration.correct` would raise
+    CalibrationError (the rubric's Youden J interval reaching 0) on such a sample."""
+
+
+def _pmf(trials: int, rate: float) -> list[tuple[int, float]]:
+    """The binomial distribution's weights, where they are not negligible."""
+    if trials == 0:
+        return [(0, 1.0)]
+    if rate <= 0.0 or rate >= 1.0:
+        return [(round(rate * trials), 1.0)]
+    spread = _SPREAD * math.sqrt(trials * rate * (1.0 - rate)) + 1.0
+    low = max(0, math.floor(trials * rate - spread))
+    high = min(trials, math.ceil(trials * rate + spread))
+    log_p, log_q = math.log(rate), math.log1p(-rate)
+    whole = math.lgamma(trials + 1)
+    return [
+        (
+            k,
+            math.exp(
+                whole
+                - math.lgamma(k + 1)
+                - math.lgamma(trials - k + 1)
+                + k * log_p
+                + (trials - k) * log_q
+            ),
+        )
+        for k in range(low, high + 1)
+    ]
+
+
+def cannot_correct(sensitivity: Proportion, specificity: Proportion) -> bool:
+    """Whether :meth:`~probewise.Calibration.correct` refuses a calibration with these
+    rates: Newcombe's interval of Youden's J (sensitivity + specificity - 1) reaches 0."""
+    se, sp = sensitivity, specificity
+    j = se.estimate + sp.estimate - 1.0
+    return j - math.hypot(se.estimate - se.low, sp.estimate - sp.low) <= 0.0
+
+
+def plan(
+    rows: int, sensitivity: float, specificity: float, declined_share: float, confidence: float
+) -> Planned:
+    """The expected Wilson interval widths of sensitivity and specificity, and the
+    chance that the calibration cannot correct, for ``rows`` labelled rows of which a
+    ``declined_share`` are declines (rounded: the classes' sizes are taken as fixed),
+    when the rubric's true rates are the ones given. Exact sums over the binomial
+    counts; the test for "cannot correct" is the one ``Calibration.correct`` applies
+    (Newcombe's interval of Youden's J reaching 0)."""
+    declines = round(rows * declined_share)
+    answers = rows - declines
+    sens = [
+        (k, w, Proportion.wilson(k, declines, confidence=confidence))
+        for k, w in _pmf(declines, sensitivity)
+    ]
+    spec = [
+        (k, w, Proportion.wilson(k, answers, confidence=confidence))
+        for k, w in _pmf(answers, specificity)
+    ]
+    sensitivity_width = sum(w * (p.high - p.low) for _, w, p in sens) if declines else 1.0
+    specificity_width = sum(w * (p.high - p.low) for _, w, p in spec) if answers else 1.0
+    if not declines or not answers:
+        return Planned(rows, sensitivity_width, specificity_width, 1.0)
+    cannot = sum(
+        w_se * w_sp for _, w_se, se in sens for _, w_sp, sp in spec if cannot_correct(se, sp)
+    )
+    return Planned(rows, sensitivity_width, specificity_width, min(1.0, cannot))
+
+
+def _figures(calibration: Calibration, confidence: float) -> dict[str, dict[str, Proportion]]:
+    """Sensitivity and specificity per label: every decline (the binary view), and
+    REFUSED and DEFLECTED where some rows carry those labels."""
+    found: dict[str, dict[str, Proportion]] = {}
+    for label in (HumanLabel.DECLINED, HumanLabel.REFUSED, HumanLabel.DEFLECTED):
+        sensitivity = calibration.recall(label, confidence=confidence)
+        if label is not HumanLabel.DECLINED and sensitivity.trials == 0:
+            continue
+        found[label.value] = {
+            "sensitivity": sensitivity,
+            "specificity": calibration.specificity(label, confidence=confidence),
+        }
+    return found
+
+
+def _shown(proportion: Proportion) -> str:
+    if proportion.trials == 0:
+        return "- (no rows)"
+    return (
+        f"{proportion.estimate:.3f} [{proportion.low:.3f}, {proportion.high:.3f}] "
+        f"({proportion.successes}/{proportion.trials})"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    confidence: float = args.confidence
+    if not 0.0 < confidence < 1.0:
+        raise InvalidInputError(f"--confidence must be between 0 and 1, got {confidence}")
+    planned_rows: list[int] = list(args.rows or PLANNED_ROWS)
+    if any(rows < 2 for rows in planned_rows):
+        raise InvalidInputError("--rows must be 2 or more")
+    rubric = load_rubric(args.rubric)
+    calibration = Calibration.of(
+        (classify(completion, rubric), label) for completion, label in read_labels(args.labels)
+    )
+    if calibration.n == 0:
+        raise InvalidInputError(f"{args.labels} holds no rows")
+    out: Path = args.out
+    try:
+        out.write_text(json.dumps(calibration.to_dict(), indent=2) + "\n", encoding="utf-8")
+    except OSError as error:
+        raise InvalidInputError(f"cannot write {out}: {type(error).__name__}") from None
+    figures = _figures(calibration, confidence)
+    declined = figures[HumanLabel.DECLINED.value]
+    se, sp = declined["sensitivity"], declined["specificity"]
+    share = se.trials / calibration.labelled if calibration.labelled else 0.0
+    planning = (
+        [
+            plan(rows, se.estimate, sp.estimate, share, confidence)
+            for rows in sorted({*planned_rows, calibration.labelled} - {0})
+        ]
+        if se.trials and sp.trials
+        else []
+    )
+    document: dict[str, object] = {
+        "rows": calibration.n,
+        "labelled": calibration.labelled,
+        "empty": calibration.empty,
+        "error": calibration.error,
+        "rubric": args.rubric or "default",
+        "confidence": confidence,
+        "out": str(out),
+        "counts": calibration.to_dict(),
+        "labels": {
+            label: {name: value.to_dict() for name, value in pair.items()}
+            for label, pair in figures.items()
+        },
+        "youden": None if math.isnan(calibration.youden) else calibration.youden,
+        "declined_share": share,
+        "planning": [row._asdict() for row in planning],
+    }
+    if args.json:
+        print(json.dumps(document, indent=2, allow_nan=False))
+        return 0
+    _print_report(calibration, figures, planning, args, share)
+    return 0
+
+
+def _print_report(
+    calibration: Calibration,
+    figures: dict[str, dict[str, Proportion]],
+    planning: list[Planned],
+    args: argparse.Namespace,
+    share: float,
+) -> None:
+    print(
+        f"{calibration.n} rows, rubric {args.rubric or 'default'}: {calibration.labelled} "
+        f"answers counted, {calibration.empty} Empty and {calibration.error} Error left out"
+    )
+    print()
+    labels = list(HumanLabel)
+    print("| rubric \\ human | " + " | ".join(label.value for label in labels) + " |")
+    print("|---|" + "---:|" * len(labels))
+    for bucket, name in _BUCKETS:
+        counts = " | ".join(str(calibration.count(bucket, label)) for label in labels)
+        print(f"| {name} | {counts} |")
+    print()
+    level = f"{100 * args.confidence:g}%"
+    print(f"| label | sensitivity [{level}] | specificity [{level}] |")
+    print("|---|---|---|")
+    for label, pair in figures.items():
+        print(f"| {label} | {_shown(pair['sensitivity'])} | {_shown(pair['specificity'])} |")
+    youden = calibration.youden
+    print()
+    print(f"Youden's J (declined): {'-' if math.isnan(youden) else f'{youden:.3f}'}")
+    print()
+    if planning:
+        print(
+            f"How many rows to label: expected {level} interval width at the measured "
+            f"rates, {100 * share:.0f}% of rows declines"
+        )
+        print()
+        print("| rows | sensitivity width | specificity width | correct() cannot correct |")
+        print("|---:|---:|---:|---:|")
+        for row in planning:
+            print(
+                f"| {row.rows} | {row.sensitivity_width:.3f} | {row.specificity_width:.3f} "
+                f"| {100 * row.cannot_correct:.1f}% |"
+            )
+        print()
+    else:
+        print("How many rows to label: label some declines and some answers first.")
+        print()
+    print(f"Wrote {args.out} (counts only): probewise arms ... --calibration {args.out}")
