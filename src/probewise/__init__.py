@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         MissingExtraError,
         MixedJobsError,
         ProbewiseError,
+        ResponseTooLargeError,
         RubricError,
         SealedError,
         ServerStatusError,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         SpillError,
         SweepNoOpError,
         TraceFormatError,
+        UnknownFinishReasonError,
         UnsupportedModelError,
     )
     from probewise.responses import (
@@ -113,6 +115,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "MissingExtraError",
         "MixedJobsError",
         "ProbewiseError",
+        "ResponseTooLargeError",
         "RubricError",
         "SealedError",
         "SpillError",
@@ -120,6 +123,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ServerTimeoutError",
         "SweepNoOpError",
         "TraceFormatError",
+        "UnknownFinishReasonError",
         "UnsupportedModelError",
     ),
     "probewise.responses": (
@@ -222,6 +226,7 @@ __all__ = [
     "ProbewiseError",
     "Proportion",
     "Refused",
+    "ResponseTooLargeError",
     "Rubric",
     "RubricError",
     "Rule",
@@ -234,6 +239,7 @@ __all__ = [
     "SpillError",
     "SweepNoOpError",
     "TraceFormatError",
+    "UnknownFinishReasonError",
     "UnsupportedModelError",
     "__version__",
     "ce_chunk_plan",

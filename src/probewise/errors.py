@@ -39,11 +39,13 @@ __all__ = [
     "MissingExtraError",
     "MixedJobsError",
     "ProbewiseError",
+    "ResponseTooLargeError",
     "RubricError",
     "SealedError",
     "SpillError",
     "SweepNoOpError",
     "TraceFormatError",
+    "UnknownFinishReasonError",
     "UnsupportedModelError",
 ]
 
@@ -258,3 +260,16 @@ class MalformedResponseError(InferenceServerError, ValueError):
 
 class EmptyChoicesError(MalformedResponseError):
     """The server answered 2xx with an empty ``choices`` list."""
+
+
+class ResponseTooLargeError(MalformedResponseError):
+    """The server's answer passed the generator's ``max_response_bytes``, before or after
+    inflating a gzip or deflate body: it was read no further."""
+
+
+class UnknownFinishReasonError(MalformedResponseError):
+    """The server's ``finish_reason`` is missing, null, or not in the generator's
+    ``finish_reasons`` map (``"abort"``, ``"error"``, ``"tool_calls"``, ...): the
+    answer may be cut short or aborted, so it is not counted as a whole one. The
+    message does not show the value; map it with ``finish_reasons=`` when it means
+    one of :class:`~probewise.FinishReason`'s members."""
