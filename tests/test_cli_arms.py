@@ -267,3 +267,41 @@ def test_bad_calibration_exits_2_before_any_request(
     err = capfd.readouterr().err
     assert err.count("\n") == 1
     assert "chance" in err
+
+
+def test_a_checkpoint_of_another_model_or_prompts_exits_2_without_requests(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    prompts = _jsonl(tmp_path / "p.jsonl", {str(i): f"stop:{i}" for i in range(4)})
+    checkpoint = tmp_path / "run.json"
+    argv = ["arms", str(prompts), "--url", base_url(server), "--model-b", "y"]
+    argv += ["--checkpoint", str(checkpoint), "--json", *FAST]
+    assert main([*argv, "--model-a", "x"]) == 0
+    capfd.readouterr()
+    served = server.requests  # type: ignore[attr-defined]
+    assert main([*argv, "--model-a", "other"]) == 2
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert 'model was "x", now "other"' in err
+    assert "--resume-anyway" in err
+    assert err.count("\n") == 1
+    assert server.requests == served  # type: ignore[attr-defined]
+    _jsonl(prompts, {str(i): f"stop:rewritten{i}" for i in range(4)})
+    assert main([*argv, "--model-a", "x"]) == 2
+    assert "4 prompts' texts differ" in capfd.readouterr().err
+    assert main([*argv, "--model-a", "x", "--resume-anyway"]) == 0
+    capfd.readouterr()
+    assert server.requests == served  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("checkpoint", ["/dev/null", "/proc/self/status"])
+def test_a_checkpoint_that_cannot_be_one_exits_2(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str], checkpoint: str
+) -> None:
+    prompts = _jsonl(tmp_path / "p.jsonl", {"1": "stop:1"})
+    argv = ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y"]
+    assert main([*argv, "--checkpoint", checkpoint, *FAST]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1
+    assert checkpoint in err
+    assert not Path(checkpoint + ".a.json").exists()

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from probewise.errors import (
         ArgumentTypeError,
         CalibrationError,
+        CheckpointInUseError,
+        CheckpointMismatchError,
         CrossDocumentAttentionError,
         DamageKind,
         EmptyChoicesError,
@@ -102,6 +104,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "probewise.errors": (
         "ArgumentTypeError",
         "CalibrationError",
+        "CheckpointInUseError",
+        "CheckpointMismatchError",
         "CrossDocumentAttentionError",
         "DamageKind",
         "EmptyChoicesError",
@@ -186,6 +190,8 @@ __all__ = [
     "BucketSweep",
     "Calibration",
     "CalibrationError",
+    "CheckpointInUseError",
+    "CheckpointMismatchError",
     "ChunkPlan",
     "Completion",
     "Complied",

@@ -131,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
             generator_b,
             progress=False if args.no_progress else None,
             checkpoint=args.checkpoint,
+            resume_anyway=args.resume_anyway,
         )
     except KeyboardInterrupt:
         resume = " (rerun the same command to resume)" if args.checkpoint else ""

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import email.utils
+import hashlib
 import json
 import math
 import random
@@ -208,7 +209,8 @@ def _parse(
     finish = finish_reasons.get(reason) if isinstance(reason, str) else None
     if finish is None:  # the value is the server's: named by what it is not, never shown
         return UnknownFinishReasonError(
-            "the response's finish_reason is missing or not in the generator's finish_reasons map",
+            "the response has a finish_reason that is missing or not in the "
+            "generator's finish_reasons map",
             url=url,
             attempts=attempts,
         )
@@ -363,6 +365,29 @@ class OpenAICompatibleGenerator:
             f"OpenAICompatibleGenerator(base_url={self.base_url!r}, "
             f"model={self.model!r}, chat={self.chat}, concurrency={self.concurrency})"
         )
+
+    def run_identity(self) -> dict[str, str | int | float | bool | None]:
+        """What a checkpoint binds a run to: the server (without user info), the model
+        and every setting that changes an answer (texts by digest); never the key, the
+        timeout, the retries or the concurrency, which a resume may change."""
+
+        def digest(value: object) -> str | None:
+            if value is None:
+                return None
+            text = json.dumps(value, sort_keys=True, ensure_ascii=True)
+            return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+        return {
+            "generator": "OpenAICompatibleGenerator",
+            "base_url": self.base_url,
+            "model": self.model,
+            "chat": self.chat,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "system_prompt": digest(self.system_prompt),
+            "extra_body": digest(dict(self.extra_body)),
+            "finish_reasons": digest({k: v.value for k, v in self.finish_reasons.items()}),
+        }
 
     def __call__(self, prompt: str) -> Completion:
         """One prompt's completion; raises the prompt's :class:`InferenceServerError`."""
@@ -623,6 +648,20 @@ class TransformersGenerator:
             f"TransformersGenerator(model={type(self.model).__name__}, "
             f"max_new_tokens={self.max_new_tokens}, batch_size={self._batch_size})"
         )
+
+    def run_identity(self) -> dict[str, str | int | float | bool | None]:
+        """What a checkpoint binds a run to: the model's class and name or path, and
+        the generation settings (not the batch size, which a resume may change)."""
+        config = getattr(self.model, "config", None)
+        name = getattr(config, "_name_or_path", None)
+        return {
+            "generator": "TransformersGenerator",
+            "model": type(self.model).__name__,
+            "name_or_path": name if isinstance(name, str) else None,
+            "max_new_tokens": self.max_new_tokens,
+            "do_sample": self.do_sample,
+            "chat_template": self.chat_template,
+        }
 
     def __call__(self, prompt: str) -> Completion:
         result = self.generate_batch([prompt])[0]
