@@ -198,7 +198,32 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_missing_prompt_file_exits_2(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     argv = ["arms", str(tmp_path / "none.txt"), "--a", "http://h/v1#a", "--b", "http://h/v1#b"]
     assert main(argv) == 2
-    assert "cannot read" in capfd.readouterr().err
+    assert "no such file" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("which", ["prompts", "calibration"])
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_a_device_or_fifo_input_is_refused_at_once(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], which: str, kind: str
+) -> None:
+    import os
+    import time
+
+    special = "/dev/zero"
+    if kind == "fifo":
+        special = str(tmp_path / "fifo")
+        os.mkfifo(special)  # no writer: reading it would block forever
+    prompts = str(_jsonl(tmp_path / "p.jsonl", {"1": "stop:1"}))
+    argv = ["arms", special if which == "prompts" else prompts, "--url", "http://h/v1"]
+    argv += ["--model-a", "a", "--model-b", "b"]
+    if which == "calibration":
+        argv += ["--calibration", special]
+    start = time.monotonic()
+    assert main(argv) == 2
+    assert time.monotonic() - start < 5
+    err = capfd.readouterr().err
+    assert "not a regular file" in err
+    assert err.count("\n") == 1
 
 
 def _calibration_file(path: Path, *, good: bool) -> Path:
