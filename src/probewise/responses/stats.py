@@ -132,7 +132,7 @@ class ArmTally:
         """Count outcomes (consumed once; anything that is not an Outcome raises
         :class:`~probewise.ArgumentTypeError`)."""
         counts = dict.fromkeys(_FIELDS, 0)
-        for outcome in outcomes:
+        for outcome in cast("Iterable[object]", outcomes):
             match outcome:
                 case Complied(truncated=t):
                     counts["complied"] += 1
@@ -146,9 +146,11 @@ class ArmTally:
                     counts["error"] += 1
                     t = False
                 case _:
-                    raise ArgumentTypeError(  # pyright: ignore[reportUnreachable]
-                        f"ArmTally.of takes outcomes, got {type(outcome).__name__}"
-                    )
+                    kind = type(outcome).__name__
+                    # Neither the item (a str, perhaps the text) nor the iterable is
+                    # left in this frame's locals for a traceback with locals to print.
+                    del outcome, outcomes
+                    raise ArgumentTypeError(f"ArmTally.of takes outcomes, got {kind}")
             if t:
                 counts["truncated"] += 1
         return cls(**counts)
