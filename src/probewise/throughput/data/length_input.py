@@ -216,11 +216,14 @@ def _inflated(data: bytes, path: Path) -> Iterator[bytes]:
                 if inflater.eof:
                     break
             if not inflater.eof:
-                raise EOFError("the stream ends before its end marker")
+                raise LengthInputError(
+                    "the gzip stream is damaged or truncated: it ends before its end marker",
+                    path=str(path),
+                )
             pending = inflater.unused_data
             if pending[:2] != b"\x1f\x8b":  # gzip.decompress ignores trailing zeros too
                 break
-    except (EOFError, zlib.error) as exc:
+    except zlib.error as exc:
         raise LengthInputError(
             f"the gzip stream is damaged or truncated: {exc}", path=str(path)
         ) from None
