@@ -330,3 +330,24 @@ def test_a_checkpoint_that_cannot_be_one_exits_2(
     assert err.count("\n") == 1
     assert checkpoint in err
     assert not Path(checkpoint + ".a.json").exists()
+
+
+def test_timeout_bounds_each_attempt_against_a_dribbling_server(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    from _hostile_server import hostile, hostile_url
+
+    with hostile() as slow:
+        slow.dribble_seconds = 0.1  # every read comes well within --timeout
+        prompts = _jsonl(tmp_path / "p.jsonl", {"1": "dribble:1", "2": "interim:2"})
+        argv = ["arms", str(prompts), "--url", hostile_url(slow), "--model-a", "a"]
+        argv += ["--model-b", "b", "--timeout", "0.5", "--retries", "0", "--no-progress"]
+        start = time.monotonic()
+        assert main(argv) == 1  # every prompt timed out: the Error bucket
+        elapsed = time.monotonic() - start
+    out, err = capfd.readouterr()
+    assert "2 prompts in arm A and 2 in arm B" in err
+    assert elapsed < 6.0, f"{elapsed:.1f} s"
+    assert "zq-canary" not in out + err
