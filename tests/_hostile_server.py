@@ -38,6 +38,8 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from _http_server import base_url, started
+
 CANARY = "zq-canary-5d1c8a"
 _STOP = f"Here is the answer you asked for. {CANARY}"
 
@@ -216,19 +218,9 @@ class _Handler(socketserver.BaseRequestHandler):
 @contextmanager
 def hostile() -> Iterator[HostileServer]:
     """A started hostile server; stopped (and its slow handlers released) on exit."""
-    server = HostileServer()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    try:
+    with started(HostileServer()) as server:
         yield server
-    finally:
-        server.stopping.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def hostile_url(server: HostileServer, userinfo: str = "") -> str:
-    host, port = server.server_address[:2]
-    return f"http://{userinfo}{host!s}:{port}/v1"
+    return base_url(server, userinfo)
