@@ -118,13 +118,22 @@ HOSTILE = [
     "reason:1",
     "stop:4",
     "finish-abort:1",
+    "big:1",
+    "endless:1",
+    "gzipbomb:1",
+    "dribble:1",
+    "interim:1",
+    "retryyear:1",
 ]
 
 
 def test_no_body_byte_key_or_password_reaches_any_log(
     server: HostileServer, logs: _Everything, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    generator = _generator(server, userinfo=f"user:{PASSWORD}@", api_key=KEY)
+    server.dribble_seconds = 0.1
+    generator = _generator(
+        server, userinfo=f"user:{PASSWORD}@", api_key=KEY, max_response_bytes=1024 * 1024
+    )
     results = generator.generate_batch(HOSTILE)
     assert server.auth[0] is not None
     assert server.auth[0].startswith("Basic ")
@@ -136,6 +145,11 @@ def test_no_body_byte_key_or_password_reaches_any_log(
     assert type(by_prompt["statusline:1"]) is InferenceServerError
     assert isinstance(by_prompt["reason:1"], ServerStatusError)
     assert isinstance(by_prompt["finish-abort:1"], UnknownFinishReasonError)
+    for prompt in ("big:1", "endless:1", "gzipbomb:1"):
+        assert isinstance(by_prompt[prompt], ResponseTooLargeError), prompt
+    for prompt in ("dribble:1", "interim:1"):
+        assert isinstance(by_prompt[prompt], ServerTimeoutError), prompt
+    assert isinstance(by_prompt["retryyear:1"], ServerStatusError)
     channels = [*list(logs.lines), repr(generator), generator.base_url]
     assert any(line.startswith("httpx INFO") for line in logs.lines)  # the capture works
     assert any(line.startswith("httpcore") for line in logs.lines)
