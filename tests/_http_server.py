@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol, TypeVar
 
 CANARY = "zq-canary-5d1c8a"
 
@@ -141,10 +142,22 @@ class _Handler(BaseHTTPRequestHandler):
                 server.in_flight -= 1
 
 
+class _Stoppable(Protocol):
+    stopping: threading.Event
+    server_address: tuple[str | bytes | bytearray, int] | tuple[object, ...]
+
+    def serve_forever(self, poll_interval: float = ...) -> None: ...
+    def shutdown(self) -> None: ...
+    def server_close(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Stoppable)
+
+
 @contextmanager
-def serving() -> Iterator[_Server]:
-    """A started server (``server.server_address`` has its port); stopped on exit."""
-    server = _Server()
+def started(server: S) -> Iterator[S]:
+    """``server`` serving on a daemon thread; on exit its slow handlers are released
+    (``server.stopping``), and it is shut down and closed."""
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.daemon = True
     thread.start()
@@ -157,6 +170,14 @@ def serving() -> Iterator[_Server]:
         thread.join(timeout=5)
 
 
-def base_url(server: _Server) -> str:
+@contextmanager
+def serving() -> Iterator[_Server]:
+    """A started server (``server.server_address`` has its port); stopped on exit."""
+    with started(_Server()) as server:
+        yield server
+
+
+def base_url(server: _Stoppable, userinfo: str = "") -> str:
+    """The server's ``/v1`` URL (with ``userinfo``, e.g. ``"user:pw@"``, before the host)."""
     host, port = server.server_address[:2]
-    return f"http://{host!s}:{port}/v1"
+    return f"http://{userinfo}{host!s}:{port}/v1"

@@ -198,7 +198,32 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_missing_prompt_file_exits_2(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     argv = ["arms", str(tmp_path / "none.txt"), "--a", "http://h/v1#a", "--b", "http://h/v1#b"]
     assert main(argv) == 2
-    assert "cannot read" in capfd.readouterr().err
+    assert "no such file" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("which", ["prompts", "calibration"])
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_a_device_or_fifo_input_is_refused_at_once(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], which: str, kind: str
+) -> None:
+    import os
+    import time
+
+    special = "/dev/zero"
+    if kind == "fifo":
+        special = str(tmp_path / "fifo")
+        os.mkfifo(special)  # no writer: reading it would block forever
+    prompts = str(_jsonl(tmp_path / "p.jsonl", {"1": "stop:1"}))
+    argv = ["arms", special if which == "prompts" else prompts, "--url", "http://h/v1"]
+    argv += ["--model-a", "a", "--model-b", "b"]
+    if which == "calibration":
+        argv += ["--calibration", special]
+    start = time.monotonic()
+    assert main(argv) == 2
+    assert time.monotonic() - start < 5
+    err = capfd.readouterr().err
+    assert "not a regular file" in err
+    assert err.count("\n") == 1
 
 
 def _calibration_file(path: Path, *, good: bool) -> Path:
@@ -267,3 +292,62 @@ def test_bad_calibration_exits_2_before_any_request(
     err = capfd.readouterr().err
     assert err.count("\n") == 1
     assert "chance" in err
+
+
+def test_a_checkpoint_of_another_model_or_prompts_exits_2_without_requests(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    prompts = _jsonl(tmp_path / "p.jsonl", {str(i): f"stop:{i}" for i in range(4)})
+    checkpoint = tmp_path / "run.json"
+    argv = ["arms", str(prompts), "--url", base_url(server), "--model-b", "y"]
+    argv += ["--checkpoint", str(checkpoint), "--json", *FAST]
+    assert main([*argv, "--model-a", "x"]) == 0
+    capfd.readouterr()
+    served = server.requests  # type: ignore[attr-defined]
+    assert main([*argv, "--model-a", "other"]) == 2
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert 'model was "x", now "other"' in err
+    assert "--resume-anyway" in err
+    assert err.count("\n") == 1
+    assert server.requests == served  # type: ignore[attr-defined]
+    _jsonl(prompts, {str(i): f"stop:rewritten{i}" for i in range(4)})
+    assert main([*argv, "--model-a", "x"]) == 2
+    assert "4 prompts' texts differ" in capfd.readouterr().err
+    assert main([*argv, "--model-a", "x", "--resume-anyway"]) == 0
+    capfd.readouterr()
+    assert server.requests == served  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("checkpoint", ["/dev/null", "/proc/self/status"])
+def test_a_checkpoint_that_cannot_be_one_exits_2(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str], checkpoint: str
+) -> None:
+    prompts = _jsonl(tmp_path / "p.jsonl", {"1": "stop:1"})
+    argv = ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y"]
+    assert main([*argv, "--checkpoint", checkpoint, *FAST]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1
+    assert checkpoint in err
+    assert not Path(checkpoint + ".a.json").exists()
+
+
+def test_timeout_bounds_each_attempt_against_a_dribbling_server(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    from _hostile_server import hostile, hostile_url
+
+    with hostile() as slow:
+        slow.dribble_seconds = 0.1  # every read comes well within --timeout
+        prompts = _jsonl(tmp_path / "p.jsonl", {"1": "dribble:1", "2": "interim:2"})
+        argv = ["arms", str(prompts), "--url", hostile_url(slow), "--model-a", "a"]
+        argv += ["--model-b", "b", "--timeout", "0.5", "--retries", "0", "--no-progress"]
+        start = time.monotonic()
+        assert main(argv) == 1  # every prompt timed out: the Error bucket
+        elapsed = time.monotonic() - start
+    out, err = capfd.readouterr()
+    assert "2 prompts in arm A and 2 in arm B" in err
+    assert elapsed < 6.0, f"{elapsed:.1f} s"
+    assert "zq-canary" not in out + err

@@ -216,3 +216,22 @@ def test_masks_shows_progress_on_stderr_past_the_delay(
     assert "mask probe (llama)" in captured.err
     assert "/32 [" in captured.err
     assert json.loads(captured.out)["model_type"] == "llama"  # stdout stays clean
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo", "folder"])
+def test_preflight_lengths_that_are_no_regular_file_are_named_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], special: str
+) -> None:
+    import os
+
+    if special == "fifo":
+        special = str(tmp_path / "fifo")
+        os.mkfifo(special)
+    elif special == "folder":
+        special = str(tmp_path)
+    assert main(["preflight", "--lengths", special]) == 2
+    err = capsys.readouterr().err
+    assert "not a regular file" in err
+    assert "no such file" not in err
+    assert main(["preflight", "--lengths", str(tmp_path / "missing.txt")]) == 2
+    assert "no such file" in capsys.readouterr().err

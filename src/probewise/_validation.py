@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from statistics import NormalDist
 from typing import Any, TypeVar, cast
 
 import attrs
@@ -38,6 +39,7 @@ __all__ = [
     "optional_type",
     "positive",
     "share",
+    "two_sided_z",
     "unit_or_nan",
 ]
 
@@ -313,3 +315,19 @@ def int_at_least(name: str, value: object, least: int) -> None:
 
 
 __all__ += ["int_at_least", "rubric_timeout"]
+
+
+def two_sided_z(confidence: float, *, name: str) -> float:
+    """The normal quantile of a two-sided interval at ``confidence``.
+
+    Refuses (:class:`~probewise.errors.InvalidInputError`) a confidence outside (0, 1),
+    and one so close to 1 that ``0.5 + confidence / 2`` rounds to 1 (about
+    ``1 - 1e-16``), whose quantile is infinite: checked where it is used, since a
+    field holding it may be fine until then.
+    """
+    tail = 0.5 + confidence / 2.0
+    if not 0.0 < confidence < 1.0 or not tail < 1.0:
+        raise InvalidInputError(
+            f"{name} must lie in (0, 1), short of 1 by more than about 1e-16, got {confidence!r}"
+        )
+    return NormalDist().inv_cdf(tail)

@@ -29,6 +29,8 @@ import enum
 __all__ = [
     "ArgumentTypeError",
     "CalibrationError",
+    "CheckpointInUseError",
+    "CheckpointMismatchError",
     "CrossDocumentAttentionError",
     "DamageKind",
     "FastPathLostError",
@@ -39,11 +41,13 @@ __all__ = [
     "MissingExtraError",
     "MixedJobsError",
     "ProbewiseError",
+    "ResponseTooLargeError",
     "RubricError",
     "SealedError",
     "SpillError",
     "SweepNoOpError",
     "TraceFormatError",
+    "UnknownFinishReasonError",
     "UnsupportedModelError",
 ]
 
@@ -258,3 +262,33 @@ class MalformedResponseError(InferenceServerError, ValueError):
 
 class EmptyChoicesError(MalformedResponseError):
     """The server answered 2xx with an empty ``choices`` list."""
+
+
+class ResponseTooLargeError(MalformedResponseError):
+    """The server's answer passed the generator's ``max_response_bytes``, before or after
+    inflating a gzip or deflate body: it was read no further."""
+
+
+class UnknownFinishReasonError(MalformedResponseError):
+    """The server's ``finish_reason`` is missing, null, or not in the generator's
+    ``finish_reasons`` map (``"abort"``, ``"error"``, ``"tool_calls"``, ...): the
+    answer may be cut short or aborted, so it is not counted as a whole one. The
+    message does not show the value; map it with ``finish_reasons=`` when it means
+    one of :class:`~probewise.FinishReason`'s members."""
+
+
+class CheckpointMismatchError(InvalidInputError):
+    """A checkpoint belongs to another run: its generator (model, server, generation
+    settings), its rubric or some of its prompts' texts differ from this run's, or it
+    holds no run identity (an earlier probewise wrote it). ``differences`` says what,
+    one phrase each. Delete the checkpoint (or name another) to start fresh, or pass
+    ``resume_anyway=True`` (``--resume-anyway``) to keep its outcomes under this run."""
+
+    def __init__(self, message: str, *, differences: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.differences = differences
+
+
+class CheckpointInUseError(InvalidInputError):
+    """Another run holds the checkpoint's lock: two writers would each count the same
+    prompts and leave a journal no later run could resume."""

@@ -198,8 +198,17 @@ def test_checkpoint_of_another_run_or_rubric_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(InvalidInputError, match="another run"):
         run_arm({"other": "prompt p0"}, from_table(ARM_A), checkpoint=checkpoint, progress=False)
-    with pytest.raises(InvalidInputError, match="does not hold"):
+    with pytest.raises(InvalidInputError, match="the rubric differs"):
         run_arm(PROMPTS, from_table(ARM_A), Rubric(), checkpoint=checkpoint, progress=False)
+    with pytest.raises(InvalidInputError, match="does not hold"):  # its rules are gone
+        run_arm(
+            PROMPTS,
+            from_table(ARM_A),
+            Rubric(),
+            checkpoint=checkpoint,
+            progress=False,
+            resume_anyway=True,
+        )
     with pytest.raises(InvalidInputError, match="str or int"):
         run_arm(
             {(1, 2): "prompt p0"}, from_table(ARM_A), checkpoint=tmp_path / "b.json", progress=False

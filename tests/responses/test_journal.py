@@ -3,6 +3,7 @@ the old format, orphaned temporary files, fsync."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -28,6 +29,7 @@ from probewise import (
     Rule,
     run_arm,
 )
+from probewise.errors import CheckpointMismatchError
 from probewise.responses import _journal as journal_module
 
 AXIS_RULE = Rule("axis.step", r"\bstep\b")
@@ -109,8 +111,10 @@ def test_each_batch_appends_one_line_and_rewrites_nothing(tmp_path: Path) -> Non
 
 
 def _journal(tmp_path: Path, lines: list[bytes], *, newline: bool = True) -> Path:
+    """A journal of the previous format (no checksums, no digests): its records read as
+    the current format's do."""
     path = tmp_path / "arm.json"
-    header = json.dumps({"format": journal_module.FORMAT}).encode()
+    header = json.dumps({"format": journal_module.V2_FORMAT}).encode()
     path.write_bytes(b"\n".join([header, *lines]) + (b"\n" if newline else b""))
     return path
 
@@ -118,20 +122,24 @@ def _journal(tmp_path: Path, lines: list[bytes], *, newline: bool = True) -> Pat
 GOOD = b'[["s:a",{"b":"empty","t":false}]]'
 
 
+def _calls(calls: list[str], prompt: str) -> Completion:
+    calls.append(prompt)
+    return Completion("" if prompt == "A" else "Here is the answer.")
+
+
 def test_a_torn_last_line_is_skipped_and_cut(tmp_path: Path) -> None:
-    path = _journal(tmp_path, [GOOD, b'[["s:b",{"b":"comp'], newline=False)
-    assert journal_module.read(path, RUBRIC) == {"a": Empty()}
+    path = tmp_path / "arm.json"
     calls: list[str] = []
-
-    def generate(prompt: str) -> Completion:
-        calls.append(prompt)
-        return Completion("Here is the answer.")
-
+    generate = functools.partial(_calls, calls)
+    run_arm({"a": "A"}, generate, checkpoint=path, progress=False)
+    with path.open("ab") as handle:
+        handle.write(b'[["s:b",{"b":"comp')
+    assert journal_module.read(path, Rubric.default()) == {"a": Empty()}
     tally = run_arm({"a": "A", "b": "B", "c": "C"}, generate, checkpoint=path, progress=False)
-    assert calls == ["B", "C"]  # the torn batch is generated again, once
+    assert calls == ["A", "B", "C"]  # the torn batch is generated again, once
     assert (tally.empty, tally.complied) == (1, 2)
     assert path.read_bytes().count(b"\n") == 4  # header, a, b, c: the torn bytes are gone
-    assert set(journal_module.read(path, RUBRIC)) == {"a", "b", "c"}
+    assert set(journal_module.read(path, Rubric.default())) == {"a", "b", "c"}
 
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -233,11 +241,15 @@ def test_the_old_format_is_read_once_and_rewritten_as_a_journal(tmp_path: Path) 
         calls.append(prompt)
         return Completion("Here is the answer.")
 
-    tally = run_arm({"a": "A", 7: "B", "c": "C"}, generate, checkpoint=path, progress=False)
+    prompts: dict[Hashable, str] = {"a": "A", 7: "B", "c": "C"}
+    with pytest.raises(CheckpointMismatchError, match="holds no run identity"):
+        run_arm(prompts, generate, checkpoint=path, progress=False)
+    tally = run_arm(prompts, generate, checkpoint=path, progress=False, resume_anyway=True)
     assert calls == ["C"]
     assert (tally.refused, tally.error, tally.complied) == (1, 1, 1)
     first_line = path.read_bytes().split(b"\n", 1)[0]
-    assert json.loads(first_line) == {"format": journal_module.FORMAT}
+    assert json.loads(first_line.rpartition(b"\t")[0])["format"] == journal_module.FORMAT
+    run_arm(prompts, generate, checkpoint=path, progress=False)  # adopted: resumes as its own
     assert journal_module.read(path, Rubric.default()) == {**old, "c": Complied()}
 
 
@@ -262,7 +274,9 @@ def test_a_checkpoint_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> N
         run_arm({"a": "x"}, _answer, checkpoint=folder, progress=False)
 
 
-@pytest.mark.parametrize("left", [b"", journal_module._HEADER[:7]])
+@pytest.mark.parametrize(
+    "left", [b"", journal_module._V3_START[:7], journal_module._V3_START + b', "ru']
+)
 def test_a_journal_killed_while_its_header_was_written_is_empty(
     tmp_path: Path, left: bytes
 ) -> None:
@@ -272,7 +286,7 @@ def test_a_journal_killed_while_its_header_was_written_is_empty(
     tally = run_arm({"a": "x"}, _answer, checkpoint=path, progress=False)
     assert tally.complied == 1
     assert journal_module.read(path, RUBRIC) == {"a": Complied()}
-    assert path.read_bytes().startswith(journal_module._HEADER)
+    assert path.read_bytes().startswith(journal_module._V3_START)
 
 
 def test_orphaned_temporary_files_are_removed(tmp_path: Path) -> None:
@@ -312,3 +326,121 @@ def test_a_fast_run_shares_fsyncs_but_syncs_at_the_end(
     prompts: dict[Hashable, str] = {f"p{i}": "x" for i in range(50)}
     run_arm(prompts, _answer, checkpoint=tmp_path / "arm.json", progress=False)
     assert len(synced) == 2  # once at the end (the file, then its new folder entry)
+
+
+# --- run identity, lock, checksums, paths (issue 30) ---------------------------------
+
+
+class _Described:
+    """A generator of the caller's own that describes itself to the checkpoint."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.calls = 0
+
+    def run_identity(self) -> dict[str, str]:
+        return {"model": self.model}
+
+    def __call__(self, prompt: str) -> Completion:
+        self.calls += 1
+        return Completion("Here is the answer.")
+
+
+PROMPTS3: dict[Hashable, str] = {"a": "A", "b": "B", 7: "C"}
+
+
+def test_a_resume_under_another_model_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "arm.json"
+    run_arm(PROMPTS3, _Described("model-one"), checkpoint=path, progress=False)
+    other = _Described("model-two")
+    with pytest.raises(CheckpointMismatchError) as info:
+        run_arm(PROMPTS3, other, checkpoint=path, progress=False)
+    message = str(info.value)
+    assert 'model was "model-one", now "model-two"' in message
+    assert "resume_anyway=True" in message
+    assert "\n" not in message
+    assert other.calls == 0
+    assert info.value.differences == ('the generator\'s model was "model-one", now "model-two"',)
+    tally = run_arm(PROMPTS3, other, checkpoint=path, progress=False, resume_anyway=True)
+    assert (tally.complied, other.calls) == (3, 0)
+    run_arm(PROMPTS3, other, checkpoint=path, progress=False)  # adopted: its own now
+    with pytest.raises(CheckpointMismatchError, match="model-one"):
+        run_arm(PROMPTS3, _Described("model-one"), checkpoint=path, progress=False)
+
+
+def test_a_resume_with_rewritten_prompts_is_refused_naming_the_count(tmp_path: Path) -> None:
+    path = tmp_path / "arm.json"
+    run_arm(PROMPTS3, _answer, checkpoint=path, progress=False)
+    rewritten: dict[Hashable, str] = {"a": "A", "b": "B, rewritten", 7: "C, rewritten"}
+    with pytest.raises(
+        CheckpointMismatchError, match=r"2 prompts' texts differ \(the first: id 'b'\)"
+    ):
+        run_arm(rewritten, _answer, checkpoint=path, progress=False)
+    more: dict[Hashable, str] = {**PROMPTS3, "new": "D"}
+    assert run_arm(more, _answer, checkpoint=path, progress=False).n == 4  # new ids are fine
+
+
+def test_a_resume_with_a_generator_that_now_describes_itself_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "arm.json"
+    run_arm(PROMPTS3, _answer, checkpoint=path, progress=False)
+    with pytest.raises(CheckpointMismatchError, match="model is new"):
+        run_arm(PROMPTS3, _Described("m"), checkpoint=path, progress=False)
+
+
+def test_an_edited_line_fails_its_checksum(tmp_path: Path) -> None:
+    path = tmp_path / "arm.json"
+    run_arm(PROMPTS3, _answer, checkpoint=path, progress=False)
+    data = path.read_bytes()
+    assert data.count(b'"b":"complied"') == 3
+    path.write_bytes(data.replace(b'"b":"complied","t":false,"ev":[]', b'"b":"empty","t":false', 1))
+    with pytest.raises(InvalidInputError, match=r"arm.json:2: the line's checksum does not match"):
+        run_arm(PROMPTS3, _answer, checkpoint=path, progress=False)
+    header, _, rest = data.partition(b"\n")
+    edited = header.replace(b'"rubric": "', b'"rubric": "0', 1)
+    assert edited != header
+    path.write_bytes(edited + b"\n" + rest)
+    with pytest.raises(InvalidInputError, match=r"arm.json:1: the line's checksum does not match"):
+        run_arm(PROMPTS3, _answer, checkpoint=path, progress=False)
+
+
+def test_a_second_writer_is_refused_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "arm.json"
+    journal, _ = journal_module.Journal.open(path, Rubric.default())
+    try:
+        with pytest.raises(journal_module.CheckpointInUseError, match="in use by another run"):
+            run_arm(PROMPTS3, _answer, checkpoint=path, progress=False)
+    finally:
+        journal.close()
+    assert run_arm(PROMPTS3, _answer, checkpoint=path, progress=False).complied == 3
+    lines = path.read_bytes().split(b"\n")
+    assert len(lines) == 5  # the header, one line per prompt, the final newline
+
+
+def test_checkpoint_paths_are_regular_files_only(tmp_path: Path) -> None:
+    from probewise import run_paired
+
+    with pytest.raises(InvalidInputError, match="not a regular file"):
+        run_paired(PROMPTS3, _answer, _answer, checkpoint="/dev/null", progress=False)
+    assert not Path("/dev/null.a.json").exists()
+    with pytest.raises(InvalidInputError, match="not a regular file"):
+        run_arm(PROMPTS3, _answer, checkpoint="/dev/null", progress=False)
+    with pytest.raises(InvalidInputError, match="cannot open the checkpoint"):
+        run_paired(PROMPTS3, _answer, _answer, checkpoint="/proc/self/status", progress=False)
+    with pytest.raises(InvalidInputError, match=r"^/proc/self/status:1: not JSON"):
+        run_arm(PROMPTS3, _answer, checkpoint="/proc/self/status", progress=False)
+
+
+def test_the_fingerprint_follows_what_decides_an_outcome() -> None:
+    base = journal_module.rubric_fingerprint(RUBRIC)
+    assert base == journal_module.rubric_fingerprint(
+        Rubric(refusal=RUBRIC.refusal, deflection=RUBRIC.deflection, axes={"cake": (AXIS_RULE,)})
+    )
+    for changed in (
+        Rubric(refusal=RUBRIC.refusal, deflection=RUBRIC.deflection),
+        Rubric(refusal=RUBRIC.refusal[1:], deflection=RUBRIC.deflection, axes=RUBRIC.axes),
+        Rubric(refusal=RUBRIC.refusal, deflection=RUBRIC.deflection, axes=RUBRIC.axes, timeout=1.0),
+        Rubric(
+            refusal=RUBRIC.refusal, deflection=RUBRIC.deflection, axes=RUBRIC.axes, opening_chars=9
+        ),
+    ):
+        assert journal_module.rubric_fingerprint(changed) != base

@@ -67,7 +67,11 @@ Both arms run through :func:`~probewise.run_paired` with
 intervals, the control verdict and the exact McNemar test per bucket. Completions are
 classified as they arrive and never written anywhere; ``--checkpoint PATH`` keeps
 outcomes only (``PATH`` with ``.a``/``.b`` before the suffix) and a rerun of the same
-command resumes from them.
+command resumes from them. A checkpoint is bound to its run: a rerun with another
+server, model, generation setting or prompt text under an id it holds is refused
+(exit 2, naming what differs); delete the files to start fresh, or pass
+``--resume-anyway`` to keep their outcomes. A second run on the same checkpoint at
+once is refused too.
 
 Exit status: 0 when the run completed, every prompt in both arms classified; 1 when
 it did not: some prompts ended in the Error bucket (no usable answer from the server
@@ -446,6 +450,11 @@ def _arms(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--checkpoint", type=Path, metavar="PATH", help="outcomes file(s) to resume from"
+    )
+    parser.add_argument(
+        "--resume-anyway",
+        action="store_true",
+        help="resume a checkpoint whose server, model, settings or prompts differ",
     )
     parser.add_argument(
         "--calibration",

@@ -13,6 +13,7 @@ from typing import cast, final
 
 import attrs
 
+from probewise._files import read_regular_file
 from probewise.cli._tables import BUCKET_ROWS, paired_document
 from probewise.errors import InvalidInputError, ProbewiseError
 from probewise.responses.arms import PairedResult, run_paired
@@ -30,10 +31,11 @@ class _Target:
 
 def read_prompts(path: Path) -> dict[str | int, str]:
     """Prompts by id from a JSONL file of ``{"id", "prompt"}`` or one prompt a line."""
+    data = read_regular_file(path)  # a FIFO or a device is refused, never read
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidInputError(f"cannot read {path}: {type(error).__name__}") from None
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"cannot read {path}: it is not UTF-8") from None
     numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
     if not numbered:
         raise InvalidInputError(f"{path} holds no prompts")
@@ -61,11 +63,12 @@ def read_prompts(path: Path) -> dict[str | int, str]:
 
 def read_calibration(path: Path) -> Calibration:
     """A :class:`~probewise.Calibration` from the JSON document ``Calibration.to_dict`` gives."""
+    raw = read_regular_file(path)  # a FIFO or a device is refused, never read
     try:
-        data: object = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidInputError(f"cannot read {path}: {type(error).__name__}") from None
-    except ValueError:
+        data: object = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"cannot read {path}: it is not UTF-8") from None
+    except (ValueError, RecursionError):
         raise InvalidInputError(f"{path}: not a JSON document") from None
     if not isinstance(data, dict):
         raise InvalidInputError(f"{path}: not a JSON object (Calibration.to_dict())")
@@ -131,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
             generator_b,
             progress=False if args.no_progress else None,
             checkpoint=args.checkpoint,
+            resume_anyway=args.resume_anyway,
         )
     except KeyboardInterrupt:
         resume = " (rerun the same command to resume)" if args.checkpoint else ""

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from probewise import _json
 from probewise.cli._args import run_probe
 from probewise.cli._tables import forward_description, print_mask_table
-from probewise.errors import InvalidInputError, SweepNoOpError
+from probewise.errors import InputFileError, InvalidInputError, SweepNoOpError
 from probewise.throughput.attention.masks import BandKind, layer_ranges
 
 if TYPE_CHECKING:
@@ -250,8 +250,14 @@ def _check_inputs(args: argparse.Namespace) -> None:
         folder = Path(str(args.tokenizer))
         if not folder.is_dir():
             raise InvalidInputError(f"--tokenizer: no such folder: {folder}")
-    if args.lengths is not None and not Path(str(args.lengths)).is_file():
-        raise InvalidInputError(f"no such file: {args.lengths}")
+    if args.lengths is not None:
+        path = Path(str(args.lengths))
+        if not path.exists():
+            raise InvalidInputError(f"no such file: {args.lengths}")
+        if not path.is_file():  # /dev/zero, a FIFO, a folder: refused, never read
+            raise InputFileError(
+                "not a regular file (a device, a FIFO or a folder)", path=str(path)
+            )
 
 
 def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:

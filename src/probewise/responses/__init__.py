@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         compare_arms,
     )
     from probewise.responses.generators import (
+        DEFAULT_FINISH_REASONS,
         BatchGenerate,
         Generate,
         OpenAICompatibleGenerator,
@@ -110,6 +111,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "probewise.responses.generators": (
         "BatchGenerate",
+        "DEFAULT_FINISH_REASONS",
         "Generate",
         "OpenAICompatibleGenerator",
         "TransformersGenerator",
@@ -143,6 +145,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
 }
 
 __all__ = [
+    "DEFAULT_FINISH_REASONS",
     "ArmTally",
     "BatchGenerate",
     "Calibration",

@@ -22,8 +22,8 @@ from typing import TypeVar, cast, final
 import attrs
 
 from probewise._progress import progress_bar
-from probewise.errors import ArgumentTypeError, InvalidInputError
-from probewise.responses import _boundary, _journal
+from probewise.errors import ArgumentTypeError, InputFileError, InvalidInputError
+from probewise.responses import _boundary, _journal, _run_identity
 from probewise.responses.classifier import Completion, classify
 from probewise.responses.control import ControlVerdict, compare_arms
 from probewise.responses.generators import BatchGenerate, Generate
@@ -156,12 +156,19 @@ def _outcomes(
     checkpoint: Path | None = None,
     judge: Judge | None = None,
     cells: dict[tuple[OutcomeBucket, JudgeVerdict], int] | None = None,
+    resume_anyway: bool = False,
 ) -> dict[K, Outcome]:
     rules = Rubric.default() if rubric is None else rubric
     outcomes: dict[K, Outcome] = {}
     journal: _journal.Journal | None = None
     if checkpoint is not None:
-        journal, done = _journal.Journal.open(checkpoint, rules)
+        journal, done = _journal.Journal.open(
+            checkpoint,
+            rules,
+            identity=_run_identity.RunIdentity.of(generate, rules),
+            digests={k: _run_identity.prompt_digest(p) for k, p in prompts.items()},
+            anyway=resume_anyway,
+        )
         stray = [k for k in done if k not in prompts]
         if stray:
             journal.close()
@@ -214,6 +221,7 @@ def run_arm(
     axis_of: Callable[[K], Hashable | None] | None = None,
     progress: bool | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
+    resume_anyway: bool = False,
 ) -> ArmTally:
     """Generate and classify every prompt; return the tally.
 
@@ -224,9 +232,16 @@ def run_arm(
         rubric: the rules (``Rubric.default()`` when ``None``).
         axis_of: the axis of a prompt id, for axis-mapped rubrics (``None``: none).
         progress: show counts on stderr (default: only on a terminal).
-        checkpoint: a JSON file of outcomes by prompt id (never text), rewritten
-            atomically after every batch. When it exists the run resumes: prompts it
-            already holds are not generated again. Prompt ids must be str or int.
+        checkpoint: a journal of outcomes by prompt id (never text), one line
+            appended per batch. When it exists the run resumes: prompts it already
+            holds are not generated again. Prompt ids must be str or int. The
+            journal is bound to its run: a resume whose generator (model, server,
+            generation settings), rubric, or stored prompts' texts differ raises
+            :class:`~probewise.errors.CheckpointMismatchError` naming what differs,
+            and a second run on it at once raises
+            :class:`~probewise.errors.CheckpointInUseError`.
+        resume_anyway: resume a checkpoint that belongs to another run (or was
+            written by an earlier probewise), keeping its outcomes as this run's.
     """
     outcomes = _outcomes(
         prompts,
@@ -236,6 +251,7 @@ def run_arm(
         progress=progress,
         label="arm",
         checkpoint=None if checkpoint is None else Path(checkpoint),
+        resume_anyway=resume_anyway,
     )
     return ArmTally.of(outcomes.values())
 
@@ -337,6 +353,8 @@ class PairedResult:
 
 
 def _arm_files(path: Path) -> tuple[Path, Path]:
+    if path.exists() and not path.is_file():  # /dev/null, a FIFO: not a name to build on
+        raise InputFileError("the checkpoint is not a regular file", path=str(path))
     suffix = path.suffix or ".json"
     stem = path.with_suffix("") if path.suffix else path
     return stem.with_name(stem.name + ".a" + suffix), stem.with_name(stem.name + ".b" + suffix)
@@ -352,12 +370,14 @@ def run_paired(
     progress: bool | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     judge: Judge | None = None,
+    resume_anyway: bool = False,
 ) -> PairedResult:
     """Run both arms over the same prompts and compare them pair by pair.
 
     Arm A runs over every prompt, then arm B. With ``checkpoint=PATH`` each arm keeps
     its own checkpoint beside it (``PATH`` with ``.a`` / ``.b`` before the suffix,
-    e.g. ``run.a.json`` and ``run.b.json``), and a rerun resumes both. With a
+    e.g. ``run.a.json`` and ``run.b.json``), and a rerun resumes both, each bound
+    to its own arm's run as :func:`run_arm` says (``resume_anyway`` as there). With a
     ``judge`` each completion also gets the judge's verdict, and the result counts
     per arm where rules and judge agree and differ (:class:`JudgeAgreement`;
     prompts resumed from a checkpoint are not re-judged and count as unjudged). The control verdict
@@ -377,6 +397,7 @@ def run_paired(
         checkpoint=files[0],
         judge=judge,
         cells=cells_a,
+        resume_anyway=resume_anyway,
     )
     outcomes_b = _outcomes(
         prompts,
@@ -388,6 +409,7 @@ def run_paired(
         checkpoint=files[1],
         judge=judge,
         cells=cells_b,
+        resume_anyway=resume_anyway,
     )
     pairs = tuple(OutcomePair(prompt_id=k, a=outcomes_a[k], b=outcomes_b[k]) for k in prompts)
     tally_a = ArmTally.of(outcomes_a.values())

@@ -13,13 +13,12 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Iterable, Mapping
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, TypeAlias, cast, final
 
 import attrs
 
 from probewise import _json
-from probewise._validation import checked_type
+from probewise._validation import checked_type, two_sided_z
 from probewise._validation import count as _count
 from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, CalibrationError, InvalidInputError
@@ -77,10 +76,15 @@ _SPLIT = (HumanLabel.COMPLIED, HumanLabel.REFUSED, HumanLabel.DEFLECTED)
 _DRAWS = 4000
 
 
+MAX_COUNT = 2**53
+"""The most a labelled count may be: every count is exact as a float below it."""
+MAX_EXACT_TEST = 2**31 - 1
+"""The most an arm's count may be for :meth:`Calibration.compare`'s exact test, which
+computes in 64-bit integers (past it its p-value overflows, or the test does not end)."""
+
+
 def _z(confidence: float) -> float:
-    if not 0.0 < confidence < 1.0:
-        raise InvalidInputError(f"confidence must lie in (0, 1), got {confidence!r}")
-    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    return two_sided_z(confidence, name="confidence")
 
 
 def _matrix_validator(
@@ -98,6 +102,8 @@ def _matrix_validator(
                 )
             if count < 0:
                 raise InvalidInputError(f"{attribute.name} counts must be ints >= 0, got {count}")
+            if count > MAX_COUNT:
+                raise InvalidInputError(f"{attribute.name} counts must be at most 2**53")
 
 
 def _to_matrix(value: Iterable[Iterable[int]]) -> tuple[tuple[int, ...], ...]:
@@ -588,7 +594,12 @@ class Calibration:
         from scipy.stats import fisher_exact
 
         x_a, x_b = a.refused + a.deflected, b.refused + b.deflected
-        table = np.array([[x_a, a.complied], [x_b, b.complied]])
+        if max(a.answered, b.answered) > MAX_EXACT_TEST:
+            raise InvalidInputError(
+                "Calibration.compare: an arm's answered count is past 2**31 - 1, where "
+                "Fisher's exact test overflows; compare samples of the arms"
+            )
+        table = np.array([[x_a, a.complied], [x_b, b.complied]], dtype=np.int64)
         p_value = min(1.0, float(fisher_exact(table, alternative="two-sided").pvalue))
         difference = rate_a.estimate - rate_b.estimate
         # Agresti-Caffo: one pseudo-success and one pseudo-failure per arm.
@@ -635,6 +646,8 @@ def _int_count(value: object, where: str) -> int:
         )
     if value < 0:
         raise InvalidInputError(f"Calibration.{where} must be an int >= 0, got {value}")
+    if value > MAX_COUNT:  # a count past float range would fail only after a whole run
+        raise InvalidInputError(f"Calibration.{where} must be at most 2**53")
     return value
 
 

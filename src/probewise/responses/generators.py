@@ -7,14 +7,17 @@ vLLM, SGLang, TGI, llama.cpp's server and most hosted providers answer
 goes out concurrently (at most ``concurrency`` requests in flight), and each
 completion comes back :class:`~probewise.Sealed` at once.
 
-What never leaves it: a response body. The completion text is sealed as soon as it
-is parsed; a failure is a fresh :class:`~probewise.errors.InferenceServerError`
-whose message names the endpoint, the HTTP status and the attempts, built outside
-any ``except`` block so that it chains to nothing (no httpx exception, which would
-hold the response, rides along as ``__context__``), and returned rather than
-raised (so it has no traceback frames). httpx logs one INFO line per request and
-httpcore DEBUG lines about connection states: request lines and statuses, never a
-body (tests/responses/test_openai_generator.py searches every channel).
+What never leaves it: a response body, a URL password or the API key. The
+completion text is sealed as soon as it is parsed; a failure is a fresh
+:class:`~probewise.errors.InferenceServerError` whose message names the endpoint,
+the HTTP status and the attempts, built outside any ``except`` block so that it
+chains to nothing (no httpx exception, which would hold the response, rides along
+as ``__context__``), and returned rather than raised (so it has no traceback
+frames). The exchange itself (``probewise.responses._http``) bounds each attempt in
+time and size, uses no connection twice, and rewrites httpx's and httpcore's log
+records so that they hold no header, body or exception message
+(tests/responses/test_openai_generator.py and test_hostile_server.py search every
+channel, with logging at DEBUG).
 
 The event loop: callers call :meth:`~OpenAICompatibleGenerator.generate_batch`
 synchronously; each call runs its own loop with :func:`asyncio.run` and one
@@ -23,7 +26,7 @@ Called from a thread that is already running a loop (a notebook, an async app),
 the batch runs on a short-lived worker thread with its own loop instead, since
 ``asyncio.run`` refuses to nest. A new loop per batch keeps no thread or socket
 alive between batches, so there is nothing to close; the price is one new
-connection per slot per batch, small beside a generation.
+connection per request, small beside a generation.
 """
 
 from __future__ import annotations
@@ -31,14 +34,24 @@ from __future__ import annotations
 import asyncio
 import datetime
 import email.utils
+import hashlib
 import json
 import math
 import random
 import time
+import types
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    assert_never,
+    cast,
+    runtime_checkable,
+)
 
 from probewise._extras import Extra, requires
 from probewise._validation import int_at_least
@@ -47,9 +60,12 @@ from probewise.errors import (
     InferenceServerError,
     InvalidInputError,
     MalformedResponseError,
+    ResponseTooLargeError,
     ServerStatusError,
     ServerTimeoutError,
+    UnknownFinishReasonError,
 )
+from probewise.responses._http import Failure, Reply, exchange, quiet_logs, shown_url
 from probewise.responses.classifier import Completion
 from probewise.responses.outcome import FinishReason
 from probewise.responses.sealed import Sealed
@@ -61,6 +77,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 __all__ = [
+    "DEFAULT_FINISH_REASONS",
     "BatchGenerate",
     "Generate",
     "OpenAICompatibleGenerator",
@@ -81,14 +98,35 @@ _RETRY_STATUSES = frozenset({408, 425, 429})
 # Keys the generator sets itself; extra_body may not override them ("stream" and
 # "n" would change the shape of the answer).
 _OWN_KEYS = frozenset({"model", "messages", "prompt", "max_tokens", "temperature", "stream", "n"})
-_FINISH = {"length": FinishReason.LENGTH, "content_filter": FinishReason.CONTENT_FILTER}
 
+DEFAULT_FINISH_REASONS: Mapping[str, FinishReason] = types.MappingProxyType(
+    {
+        # The model ended the answer: OpenAI, vLLM, SGLang, llama.cpp ("stop"), TGI
+        # ("eos_token", "stop_sequence"), Anthropic-style servers ("end_turn").
+        "stop": FinishReason.STOP,
+        "eos_token": FinishReason.STOP,
+        "stop_sequence": FinishReason.STOP,
+        "end_turn": FinishReason.STOP,
+        # The token limit cut it off: "length" (OpenAI and most), "max_tokens"
+        # (Anthropic-style), "model_length" (vLLM, at the model's context length).
+        "length": FinishReason.LENGTH,
+        "max_tokens": FinishReason.LENGTH,
+        "model_length": FinishReason.LENGTH,
+        "content_filter": FinishReason.CONTENT_FILTER,
+    }
+)
+"""How :class:`OpenAICompatibleGenerator` reads a choice's ``finish_reason``.
 
-def shown_url(url: str) -> str:
-    """``url`` without user info (``user:password@``), as repr and messages show it."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, parts.query, ""))
+Any value not in the map (``"abort"``, ``"error"``, ``"tool_calls"``, null, a
+missing field) gives an :class:`~probewise.errors.UnknownFinishReasonError` for
+that prompt, counted as an ``Error``: never as a whole answer. The generator's
+``finish_reasons`` argument adds to (or overrides) these entries."""
+
+# The most bytes of a response body read (and of its inflated form), by default.
+_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+# An API key goes into a header: visible ASCII only (no space, no CR/LF, no other
+# character that a header cannot carry as is).
+_KEY_CHARACTERS = frozenset(chr(c) for c in range(0x21, 0x7F))
 
 
 def _retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -108,16 +146,22 @@ def _retry_after(value: str | None, *, now: float | None = None) -> float | None
         return seconds if math.isfinite(seconds) and seconds >= 0 else None
     try:
         when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+        if when.tzinfo is None:  # an HTTP date is GMT; a "-0000" zone parses as naive
+            when = when.replace(tzinfo=datetime.UTC)
+        stamp = when.timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):  # a year past the calendar
         return None
-    if when.tzinfo is None:  # an HTTP date is GMT; a "-0000" zone parses as naive
-        when = when.replace(tzinfo=datetime.UTC)
     current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
+    return max(0.0, stamp - current)
 
 
 def _parse(
-    content: bytes, *, chat: bool, url: str, attempts: int
+    content: bytes,
+    *,
+    chat: bool,
+    url: str,
+    attempts: int,
+    finish_reasons: Mapping[str, FinishReason] = DEFAULT_FINISH_REASONS,
 ) -> Completion | InferenceServerError:
     """The completion in a 2xx body, sealed; or the error saying why there is none.
 
@@ -162,9 +206,14 @@ def _parse(
     if not isinstance(text, str):
         return malformed("a choice whose text is not a string")
     reason = choice.get("finish_reason")
-    finish = (
-        _FINISH.get(reason, FinishReason.STOP) if isinstance(reason, str) else FinishReason.STOP
-    )
+    finish = finish_reasons.get(reason) if isinstance(reason, str) else None
+    if finish is None:  # the value is the server's: named by what it is not, never shown
+        return UnknownFinishReasonError(
+            "the response has a finish_reason that is missing or not in the "
+            "generator's finish_reasons map",
+            url=url,
+            attempts=attempts,
+        )
     return Completion(Sealed(text), finish)
 
 
@@ -184,29 +233,53 @@ class OpenAICompatibleGenerator:
     batch is ``batch_size`` prompts (default four per slot: the run's checkpoint is
     written after each batch). A 408, 425, 429 or 5xx answer, a timeout or a broken
     connection is tried again up to ``retries`` more times, after the wait the
-    server asks for in ``Retry-After`` (seconds or an HTTP date) or else a jittered
+    server asks for in ``Retry-After`` (seconds or an HTTP date; one that cannot be
+    read, such as a date past the calendar, is ignored) or else a jittered
     exponential backoff (``backoff`` seconds, doubling per attempt, each wait
     between half and all of that), every wait capped at ``max_wait`` seconds. A
     request keeps its slot while it waits, so a server asking to slow down gets
     fewer requests. ``rng`` draws the jitter (pass a seeded ``random.Random`` for a
-    reproducible schedule). ``timeout`` bounds each network operation (connecting,
-    sending, and the wait for each read, which for a non-streamed answer is the
-    whole generation).
+    reproducible schedule).
+
+    Bounds: ``timeout`` is one deadline per attempt, covering the connect, the
+    request, the status line and headers, any interim (1xx) responses and the
+    whole body (for a non-streamed answer, the whole generation): a server that
+    sends a byte at a time is cut off when it passes. A prompt's longest time is
+    thus ``(retries + 1) * timeout`` plus the waits. ``max_response_bytes`` caps a
+    response body, before and after inflating a gzip or deflate body (default 8
+    MiB); a bigger one is a :class:`~probewise.errors.ResponseTooLargeError`, read
+    no further. No connection is used for two requests (each says
+    ``Connection: close``): bytes a broken server leaves behind are never read as
+    the next answer.
 
     Results: a 2xx answer gives a :class:`~probewise.Completion` whose text is the
-    first choice's (``finish_reason`` ``"length"`` -> ``LENGTH``,
-    ``"content_filter"`` -> ``CONTENT_FILTER``, anything else -> ``STOP``; no
-    content counts as blank). A prompt that gets none is returned as an
+    first choice's (no content counts as blank), and whose finish reason is read
+    through ``finish_reasons``: :data:`DEFAULT_FINISH_REASONS` (``"stop"`` and
+    the like -> ``STOP``; ``"length"``, ``"max_tokens"``, ``"model_length"`` ->
+    ``LENGTH``; ``"content_filter"`` -> ``CONTENT_FILTER``) updated with the
+    caller's own entries. A value in neither (``"abort"``, ``"error"``,
+    ``"tool_calls"``, null, a missing field) is an
+    :class:`~probewise.errors.UnknownFinishReasonError`, never a whole answer. A
+    prompt that gets no completion is returned as an
     :class:`~probewise.errors.InferenceServerError`:
     :class:`~probewise.errors.ServerStatusError` (an error status, after the
     retries for the retried ones), :class:`~probewise.errors.ServerTimeoutError`,
-    :class:`~probewise.errors.MalformedResponseError` (not JSON, wrong shape),
-    :class:`~probewise.errors.EmptyChoicesError`, or the base class when the
-    connection failed. :func:`~probewise.run_arm` counts each as
-    ``Error(kind=GENERATION)`` with that class as ``exception_type``.
+    :class:`~probewise.errors.MalformedResponseError` (not JSON, wrong shape, an
+    unsupported Content-Encoding; and its subclasses
+    :class:`~probewise.errors.EmptyChoicesError`,
+    :class:`~probewise.errors.ResponseTooLargeError` and
+    :class:`~probewise.errors.UnknownFinishReasonError`), or the base class when
+    the connection failed or the server broke HTTP. :func:`~probewise.run_arm`
+    counts each as ``Error(kind=GENERATION)`` with that class as
+    ``exception_type``.
 
-    ``repr`` shows the base URL (without user info) and the model; the API key is
-    sent as ``Authorization: Bearer`` and shown nowhere.
+    Secrets: the API key is sent as ``Authorization: Bearer`` and shown nowhere;
+    it must be visible ASCII (no space, CR or LF), checked here with an error that
+    does not show it. User info in ``base_url`` (``http://user:password@host/v1``)
+    is sent as HTTP Basic auth and then removed: ``base_url``, ``repr``, every
+    error and every log line show the URL without it. While a batch runs, httpx's
+    and httpcore's log records are rewritten to hold no header, body, exception
+    message or user info (see docs/reference/security.md).
     """
 
     def __init__(
@@ -227,8 +300,12 @@ class OpenAICompatibleGenerator:
         backoff: float = 0.5,
         max_wait: float = 60.0,
         rng: random.Random | None = None,
+        max_response_bytes: int = _MAX_RESPONSE_BYTES,
+        finish_reasons: Mapping[str, FinishReason] | None = None,
     ) -> None:
-        _url(base_url)
+        credentials = _url(base_url)
+        int_at_least("max_response_bytes", max_response_bytes, 1)
+        finish = _finish_map(finish_reasons)
         _text("model", model, what="the server's model name")
         int_at_least("max_tokens", max_tokens, 1)
         int_at_least("concurrency", concurrency, 1)
@@ -240,7 +317,7 @@ class OpenAICompatibleGenerator:
         _seconds("backoff", backoff, zero=True)
         _seconds("max_wait", max_wait, zero=True)
         if api_key is not None:
-            _text("api_key", api_key, what="or None")
+            _key(api_key)
         if system_prompt is not None:
             _text("system_prompt", system_prompt, what="or None", empty=True)
         extra = dict(extra_body or {})
@@ -256,7 +333,7 @@ class OpenAICompatibleGenerator:
             json.dumps(extra)
         except (TypeError, ValueError):
             raise InvalidInputError("extra_body must be JSON-serialisable") from None
-        self.base_url: str = base_url.rstrip("/")
+        self.base_url: str = shown_url(base_url).rstrip("/")
         self.model: str = model
         self.max_tokens: int = max_tokens
         self.temperature: float = float(temperature)
@@ -268,11 +345,14 @@ class OpenAICompatibleGenerator:
         self.extra_body: Mapping[str, object] = extra
         self.backoff: float = float(backoff)
         self.max_wait: float = float(max_wait)
+        self.max_response_bytes: int = max_response_bytes
+        self.finish_reasons: Mapping[str, FinishReason] = finish
         self._batch_size = 4 * concurrency if batch_size is None else batch_size
         self._api_key = api_key
+        self._credentials = credentials
         self._rng = random.Random() if rng is None else rng
         self._path = "/chat/completions" if chat else "/completions"
-        self._url = shown_url(self.base_url) + self._path
+        self._url = self.base_url + self._path
         self._tls: ssl.SSLContext | None = None
 
     @property
@@ -282,9 +362,32 @@ class OpenAICompatibleGenerator:
 
     def __repr__(self) -> str:
         return (
-            f"OpenAICompatibleGenerator(base_url={shown_url(self.base_url)!r}, "
+            f"OpenAICompatibleGenerator(base_url={self.base_url!r}, "
             f"model={self.model!r}, chat={self.chat}, concurrency={self.concurrency})"
         )
+
+    def run_identity(self) -> dict[str, str | int | float | bool | None]:
+        """What a checkpoint binds a run to: the server (without user info), the model
+        and every setting that changes an answer (texts by digest); never the key, the
+        timeout, the retries or the concurrency, which a resume may change."""
+
+        def digest(value: object) -> str | None:
+            if value is None:
+                return None
+            text = json.dumps(value, sort_keys=True, ensure_ascii=True)
+            return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+        return {
+            "generator": "OpenAICompatibleGenerator",
+            "base_url": self.base_url,
+            "model": self.model,
+            "chat": self.chat,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "system_prompt": digest(self.system_prompt),
+            "extra_body": digest(dict(self.extra_body)),
+            "finish_reasons": digest({k: v.value for k, v in self.finish_reasons.items()}),
+        }
 
     def __call__(self, prompt: str) -> Completion:
         """One prompt's completion; raises the prompt's :class:`InferenceServerError`."""
@@ -328,26 +431,30 @@ class OpenAICompatibleGenerator:
     async def _batch(self, prompts: list[str]) -> list[Completion | BaseException]:
         import httpx
 
-        headers = {"Accept": "application/json"}
+        headers = {
+            "Accept": "application/json",
+            "Accept-Encoding": "gzip, deflate",  # the two that _http inflates under the cap
+            "Connection": "close",  # no connection serves two requests (see _http)
+        }
         if self._api_key is not None:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        limits = httpx.Limits(
-            max_connections=self.concurrency, max_keepalive_connections=self.concurrency
-        )
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=0)
         slots = asyncio.Semaphore(self.concurrency)
         if self._tls is None:  # made once (tens of ms), shared by every batch's client
             self._tls = httpx.create_ssl_context()
-        async with httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            verify=self._tls,
-            timeout=httpx.Timeout(self.timeout),
-            limits=limits,
-            follow_redirects=False,
-        ) as client:
-            return list(
-                await asyncio.gather(*(self._one(client, slots, prompt) for prompt in prompts))
-            )
+        with quiet_logs():
+            async with httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=headers,
+                auth=None if self._credentials is None else httpx.BasicAuth(*self._credentials),
+                verify=self._tls,
+                timeout=httpx.Timeout(self.timeout),
+                limits=limits,
+                follow_redirects=False,
+            ) as client:
+                return list(
+                    await asyncio.gather(*(self._one(client, slots, prompt) for prompt in prompts))
+                )
 
     async def _one(
         self, client: httpx.AsyncClient, slots: asyncio.Semaphore, prompt: str
@@ -360,8 +467,6 @@ class OpenAICompatibleGenerator:
             return InferenceServerError(f"failed unexpectedly ({what})", url=self._url, attempts=1)
 
     async def _attempts(self, client: httpx.AsyncClient, prompt: str) -> Completion | BaseException:
-        import httpx
-
         body = self._body(prompt)
         attempt = 0
         while True:
@@ -369,21 +474,42 @@ class OpenAICompatibleGenerator:
             status: int | None = None
             asked: float | None = None
             kind: type[InferenceServerError]
-            try:
-                response = await client.post(self._path, json=body)
-            except httpx.TimeoutException:
-                kind, message = ServerTimeoutError, f"no answer within {self.timeout:g} s"
-            except httpx.TransportError as error:
-                kind, message = InferenceServerError, f"connection failed ({type(error).__name__})"
-            else:
-                status = response.status_code
-                if response.is_success:
-                    return _parse(response.content, chat=self.chat, url=self._url, attempts=attempt)
-                asked = _retry_after(response.headers.get("retry-after"))
-                del response
+            reply = await exchange(
+                client, self._path, body, deadline=self.timeout, cap=self.max_response_bytes
+            )
+            if isinstance(reply, Reply):
+                status = reply.status
+                if reply.body is not None:
+                    return _parse(
+                        reply.body,
+                        chat=self.chat,
+                        url=self._url,
+                        attempts=attempt,
+                        finish_reasons=self.finish_reasons,
+                    )
+                asked = _retry_after(reply.retry_after)
                 kind, message = ServerStatusError, f"HTTP {status}"
                 if not (status in _RETRY_STATUSES or status >= 500):
                     return kind(message, url=self._url, attempts=attempt, status=status)
+            elif reply is Failure.TIMEOUT:
+                kind, message = ServerTimeoutError, f"no answer within {self.timeout:g} s"
+            elif reply is Failure.CONNECTION:
+                kind, message = InferenceServerError, "connection failed or HTTP broken"
+            elif reply is Failure.TOO_LARGE:
+                return ResponseTooLargeError(
+                    f"the response is over max_response_bytes ({self.max_response_bytes})",
+                    url=self._url,
+                    attempts=attempt,
+                )
+            elif reply is Failure.ENCODING:
+                return MalformedResponseError(
+                    "the response has a Content-Encoding other than gzip or deflate, "
+                    "or does not inflate",
+                    url=self._url,
+                    attempts=attempt,
+                )
+            else:
+                assert_never(reply)
             if attempt > self.retries:
                 return kind(message, url=self._url, attempts=attempt, status=status)
             await asyncio.sleep(self._wait(attempt, asked))
@@ -396,13 +522,51 @@ class OpenAICompatibleGenerator:
         return full / 2.0 + self._rng.uniform(0.0, full / 2.0)
 
 
-def _url(value: object) -> None:
-    parts = urllib.parse.urlsplit(value) if isinstance(value, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+def _url(value: object) -> tuple[str, str] | None:
+    """Checks ``base_url``; its user info (user, password), decoded, when it has one."""
+    try:
+        parts = urllib.parse.urlsplit(value) if isinstance(value, str) else None
+        host = None if parts is None else parts.hostname
+    except ValueError:  # e.g. a port that is not a number
+        parts = host = None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
         shown = repr(shown_url(value)) if isinstance(value, str) else f"a {type(value).__name__}"
         raise InvalidInputError(
             f"base_url must be an http(s) URL such as http://localhost:8000/v1, got {shown}"
         )
+    if "@" not in parts.netloc:
+        return None
+    user, _, password = parts.netloc.rpartition("@")[0].partition(":")
+    return urllib.parse.unquote(user), urllib.parse.unquote(password)
+
+
+def _key(value: object) -> None:
+    """Checks an API key without ever showing it."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"api_key must be a string or None, got a {type(value).__name__}")
+    if not value or not _KEY_CHARACTERS.issuperset(value):
+        raise InvalidInputError(
+            "api_key must be a non-empty string of visible ASCII characters (no space, "
+            "CR or LF, nothing outside ASCII); the value is not shown"
+        )
+
+
+def _finish_map(extra: object) -> Mapping[str, FinishReason]:
+    if extra is None:
+        return DEFAULT_FINISH_REASONS
+    if not isinstance(extra, Mapping):
+        raise InvalidInputError(
+            f"finish_reasons must be a mapping of str to FinishReason, got a {type(extra).__name__}"
+        )
+    merged = dict(DEFAULT_FINISH_REASONS)
+    for key, value in cast("Mapping[object, object]", extra).items():
+        if not isinstance(key, str) or not isinstance(value, FinishReason):
+            raise InvalidInputError(
+                f"finish_reasons must map str to FinishReason, got {type(key).__name__} -> "
+                f"{type(value).__name__}"
+            )
+        merged[key] = value
+    return types.MappingProxyType(merged)
 
 
 def _text(name: str, value: object, *, what: str, empty: bool = False) -> None:
@@ -484,6 +648,20 @@ class TransformersGenerator:
             f"TransformersGenerator(model={type(self.model).__name__}, "
             f"max_new_tokens={self.max_new_tokens}, batch_size={self._batch_size})"
         )
+
+    def run_identity(self) -> dict[str, str | int | float | bool | None]:
+        """What a checkpoint binds a run to: the model's class and name or path, and
+        the generation settings (not the batch size, which a resume may change)."""
+        config = getattr(self.model, "config", None)
+        name = getattr(config, "_name_or_path", None)
+        return {
+            "generator": "TransformersGenerator",
+            "model": type(self.model).__name__,
+            "name_or_path": name if isinstance(name, str) else None,
+            "max_new_tokens": self.max_new_tokens,
+            "do_sample": self.do_sample,
+            "chat_template": self.chat_template,
+        }
 
     def __call__(self, prompt: str) -> Completion:
         result = self.generate_batch([prompt])[0]

@@ -58,7 +58,11 @@ def judge_completion(
     ``Exception``; a ``KeyboardInterrupt`` (or other ``BaseException``) from the judge
     is raised again as a fresh instance of its class holding no text.
     """
-    verdict = read_completion(completion, judge)
+    try:
+        verdict = read_completion(completion, judge)
+    except BaseException:  # a fresh one holding no text: and this frame drops the completion
+        del completion
+        raise
     return verdict if isinstance(verdict, JudgeVerdict) else None
 
 

@@ -8,7 +8,7 @@ The text goes in through ``Sealed(text)`` and comes out only inside
 
 from __future__ import annotations
 
-from typing import NoReturn, final
+from typing import NoReturn, cast, final
 
 from probewise.errors import ArgumentTypeError, SealedError
 
@@ -31,11 +31,15 @@ class Sealed:
     __slots__ = ("__text",)
 
     def __init__(self, text: str, /) -> None:
-        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ArgumentTypeError(f"Sealed() takes a str, got {type(text).__name__}")
+        given = cast("object", text)
+        del text
+        if not isinstance(given, str):
+            kind = type(given).__name__
+            del given  # bytes or a list may hold the text: not left in this frame's locals
+            raise ArgumentTypeError(f"Sealed() takes a str, got {kind}")
         # An exact str copy: a str subclass could override methods that the
         # classifier calls and smuggle the text out through an exception.
-        self.__text: str = str.__getitem__(text, slice(None))
+        self.__text: str = str.__getitem__(given, slice(None))
 
     def __init_subclass__(cls) -> None:
         raise SealedError("Sealed cannot be subclassed")
@@ -44,7 +48,10 @@ class Sealed:
         return len(self.__text)
 
     def __repr__(self) -> str:
-        return f"Sealed(<{len(self.__text)} chars>)"
+        try:
+            return f"Sealed(<{len(self.__text)} chars>)"
+        except AttributeError:  # __init__ refused its argument (a traceback's locals show it)
+            return "Sealed(<no text>)"
 
     def __str__(self) -> str:
         _refuse("converted to str")

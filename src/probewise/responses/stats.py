@@ -6,13 +6,13 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Iterable, Mapping
-from statistics import NormalDist
 from typing import Literal, assert_never, cast, final
 
 import attrs
 
 from probewise import _json
 from probewise._validation import count as _count
+from probewise._validation import two_sided_z
 from probewise._validation import unit_or_nan as _unit_or_nan
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
@@ -71,13 +71,9 @@ class Proportion:
             raise ArgumentTypeError(
                 f"Proportion.wilson: confidence must be a float, got {type(confidence).__name__}"
             )
-        if not 0.0 < confidence < 1.0:
-            raise InvalidInputError(
-                f"Proportion.wilson: confidence must lie in (0, 1), got {confidence!r}"
-            )
+        z = two_sided_z(confidence, name="Proportion.wilson: confidence")
         if trials == 0:
             return cls(successes=successes, trials=0, estimate=math.nan, low=0.0, high=1.0)
-        z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
         p = successes / trials
         z2n = z * z / trials
         centre = (p + z2n / 2.0) / (1.0 + z2n)
@@ -132,7 +128,7 @@ class ArmTally:
         """Count outcomes (consumed once; anything that is not an Outcome raises
         :class:`~probewise.ArgumentTypeError`)."""
         counts = dict.fromkeys(_FIELDS, 0)
-        for outcome in outcomes:
+        for outcome in cast("Iterable[object]", outcomes):
             match outcome:
                 case Complied(truncated=t):
                     counts["complied"] += 1
@@ -146,9 +142,11 @@ class ArmTally:
                     counts["error"] += 1
                     t = False
                 case _:
-                    raise ArgumentTypeError(  # pyright: ignore[reportUnreachable]
-                        f"ArmTally.of takes outcomes, got {type(outcome).__name__}"
-                    )
+                    kind = type(outcome).__name__
+                    # Neither the item (a str, perhaps the text) nor the iterable is
+                    # left in this frame's locals for a traceback with locals to print.
+                    del outcome, outcomes
+                    raise ArgumentTypeError(f"ArmTally.of takes outcomes, got {kind}")
             if t:
                 counts["truncated"] += 1
         return cls(**counts)

@@ -738,9 +738,16 @@ class KernelTable:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> KernelTable:
-        """Read what :meth:`to_json` wrote; raises InvalidInputError on anything else."""
+        """Read what :meth:`to_json` wrote; raises InvalidInputError on anything else
+        (ArgumentTypeError on something that is not text)."""
+        if not isinstance(text, str | bytes | bytearray):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ArgumentTypeError(
+                f"KernelTable.from_json takes a str or bytes, got a {type(text).__name__}"
+            )
         try:
             data: object = json.loads(text)
+        except RecursionError:
+            raise InvalidInputError("not KernelTable JSON: it nests too deeply") from None
         except (ValueError, UnicodeDecodeError) as error:
             raise InvalidInputError(f"not KernelTable JSON: {error}") from None
         try:

@@ -14,16 +14,18 @@ tokens, and a value that does is a corrupt record.
 
 from __future__ import annotations
 
-import gzip
+import array
+import codecs
+import itertools
 import json
 import math
 import os
 import re
 import sys
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast, final
+from typing import TYPE_CHECKING, NoReturn, cast, final
 
 import attrs
 import numpy as np
@@ -192,34 +194,110 @@ class LengthInput:
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_PIECE = 1 << 22  # inflated bytes decoded and split at a time
 
 
-def _lines(path: Path) -> list[str]:
-    """The file's lines (gunzipped when it starts with gzip's magic bytes).
-
-    Lines break at ``\\n``, ``\\r\\n`` and ``\\r`` only (not at the other characters
-    :meth:`str.splitlines` breaks at, such as form feeds), so line numbers are the
-    ones an editor shows. A UTF-8 byte-order mark is skipped.
-    """
-    data = read_regular_file(path)
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise LengthInputError(
-                f"the gzip stream is damaged or truncated: {exc}", path=str(path)
-            ) from None
+def _inflated(data: bytes, path: Path) -> Iterator[bytes]:
+    """``data`` in pieces of at most :data:`_PIECE` bytes, gunzipped (every member)
+    when it starts with gzip's magic bytes: never inflated whole."""
+    if data[:2] != b"\x1f\x8b":
+        for start in range(0, len(data), _PIECE):
+            yield data[start : start + _PIECE]
+        return
+    pending = data
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
+        while pending:
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            while pending:
+                piece = inflater.decompress(pending, _PIECE)
+                pending = inflater.unconsumed_tail
+                if piece:
+                    yield piece
+                if inflater.eof:
+                    break
+            if not inflater.eof:
+                raise LengthInputError(
+                    "the gzip stream is damaged or truncated: it ends before its end marker",
+                    path=str(path),
+                )
+            pending = inflater.unused_data
+            if pending[:2] != b"\x1f\x8b":  # gzip.decompress ignores trailing zeros too
+                break
+    except zlib.error as exc:
         raise LengthInputError(
-            f"the file is not UTF-8 text (byte {exc.start})", path=str(path)
+            f"the gzip stream is damaged or truncated: {exc}", path=str(path)
         ) from None
-    del data
-    lines = _LINE_BREAK.split(text)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return lines
+
+
+def _texts(path: Path) -> Iterator[str]:
+    """The file's text, piece by piece (UTF-8, a byte-order mark skipped)."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    offset = 0
+    final = False
+    pieces = _inflated(read_regular_file(path), path)
+    while not final:
+        raw = next(pieces, None)
+        final = raw is None
+        try:
+            text = decoder.decode(b"" if raw is None else raw, final=final)
+        except UnicodeDecodeError as exc:
+            raise LengthInputError(
+                f"the file is not UTF-8 text (byte {max(0, offset + exc.start)})", path=str(path)
+            ) from None
+        offset += 0 if raw is None else len(raw)
+        if text:
+            yield text
+
+
+def _line_batches(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """The file's lines in batches, each with the number of its first line.
+
+    Lines break at ``\n``, ``\r\n`` and ``\r`` only (not at the other characters
+    :meth:`str.splitlines` breaks at, such as form feeds), so line numbers are the
+    ones an editor shows. Blank lines at the end are dropped, and every batch holds a
+    line that is not blank. Blank lines before one that is not (an error to every
+    reader) are not kept: they come back as one empty line numbered as the first of
+    them, so a file of a billion newlines costs no memory.
+    """
+    number = 1  # the number of the next line to split off
+    blank_from: int | None = None  # the first of the blank lines not yet passed on
+    tail = ""
+    for text in itertools.chain(_texts(path), [None]):
+        if text is None:  # the end: the tail is the last line
+            parts = _LINE_BREAK.split(tail) if tail else []
+        else:
+            buffer = tail + text
+            if not buffer.strip():  # all blank: counted, never split (a newline bomb)
+                breaks = buffer.count("\n") + buffer.count("\r") - buffer.count("\r\n")
+                if breaks:
+                    blank_from = number if blank_from is None else blank_from
+                    number += breaks
+                tail = "" if breaks else buffer[:1]  # a blank line's spaces change nothing
+                continue
+            held = buffer.endswith("\r")  # a \r\n may be split across two pieces
+            parts = _LINE_BREAK.split(buffer[:-1] if held else buffer)
+            tail = parts.pop() + ("\r" if held else "")
+        if not parts:
+            continue
+        last = next((i for i in range(len(parts) - 1, -1, -1) if parts[i].strip()), None)
+        if last is None:  # all blank: numbered only if a line that is not follows
+            blank_from = number if blank_from is None else blank_from
+            number += len(parts)
+            continue
+        batch = parts[: last + 1]
+        first = number
+        if blank_from is not None:
+            batch.insert(0, "")
+            first, blank_from = blank_from, None
+        yield first, batch
+        if last + 1 < len(parts):
+            blank_from = number + last + 1
+        number += len(parts)
+
+
+def _numbered(batches: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, str]]:
+    for first, lines in batches:
+        yield from enumerate(lines, start=first)
 
 
 def _is_jsonl(lines: Sequence[str]) -> bool:
@@ -241,7 +319,10 @@ def read_lengths(
     The format is told by content: a file whose first non-blank line starts with
     ``{`` is JSONL, with the length in ``field`` of each record and, when
     ``source_field`` is given, the record's source (a string or an int) in that field.
-    Any other file holds one integer per line. Gzipped files are read transparently.
+    Any other file holds one integer per line. Gzipped files are read transparently,
+    and every file is inflated, decoded and split a piece at a time: what the read
+    keeps is the lengths (8 bytes each), never the whole inflated text, so a small
+    gzip of a gigabyte of newlines is refused in little memory.
     Trailing blank lines are ignored; a blank line anywhere else is an error, as is
     any line that is not a positive integer no greater than :data:`MAX_LENGTH`
     (2**40), or a record missing a field.
@@ -253,23 +334,32 @@ def read_lengths(
             first bad line (with its number).
     """
     file = Path(path)
-    lines = _lines(file)
-    if not lines:
+    batches = _line_batches(file)
+    head = next(batches, None)
+    if head is None:
         raise LengthInputError("no lengths: the file is empty", path=str(file))
-    if _is_jsonl(lines):
-        return _read_jsonl(file, lines, field=field, source_field=source_field)
+    every = itertools.chain([head], batches)
+    if _is_jsonl(head[1]):
+        return _read_jsonl(file, _numbered(every), field=field, source_field=source_field)
     if source_field is not None:
         raise LengthInputError(
             f"source_field={source_field!r} needs a JSONL file; this one holds one length per line",
             path=str(file),
         )
-    try:
-        values = list(map(int, lines))
-    except ValueError:
-        values = None
-    if values is not None and all(0 < value <= MAX_LENGTH for value in values):
-        return LengthInput(lengths=np.array(values, dtype=np.int64), path=str(file))
-    for number, line in enumerate(lines, start=1):
+    values = array.array("q")
+    for first, lines in every:
+        try:
+            ints = list(map(int, lines))
+        except ValueError:
+            ints = None
+        if ints is None or not all(0 < value <= MAX_LENGTH for value in ints):
+            _raise_first_bad(file, first, lines)
+        values.extend(ints)
+    return LengthInput(lengths=np.frombuffer(values, dtype=np.int64).copy(), path=str(file))
+
+
+def _raise_first_bad(file: Path, first: int, lines: list[str]) -> NoReturn:
+    for number, line in enumerate(lines, start=first):
         reason = _text_line_reason(line)
         if reason is not None:
             raise LengthInputError(reason, path=str(file), line=number)
@@ -293,8 +383,10 @@ def _text_line_reason(line: str) -> str | None:
     return _bad_reason(value)
 
 
-def _records(file: Path, lines: Sequence[str]) -> Iterator[tuple[int, dict[str, object]]]:
-    for number, line in enumerate(lines, start=1):
+def _records(
+    file: Path, lines: Iterable[tuple[int, str]]
+) -> Iterator[tuple[int, dict[str, object]]]:
+    for number, line in lines:
         if not line.strip():
             raise LengthInputError(
                 "blank line (one JSON object per line expected)", path=str(file), line=number
@@ -356,9 +448,9 @@ def _record_source(record: dict[str, object], source_field: str, file: Path, num
 
 
 def _read_jsonl(
-    file: Path, lines: Sequence[str], *, field: str, source_field: str | None
+    file: Path, lines: Iterable[tuple[int, str]], *, field: str, source_field: str | None
 ) -> LengthInput:
-    values: list[int] = []
+    values = array.array("q")
     coder = _SourceCoder() if source_field is not None else None
     for number, record in _records(file, lines):
         if field not in record:
@@ -372,7 +464,7 @@ def _read_jsonl(
         if coder is not None and source_field is not None:
             coder.add(_record_source(record, source_field, file, number))
     return LengthInput(
-        lengths=np.array(values, dtype=np.int64),
+        lengths=np.frombuffer(values, dtype=np.int64).copy(),
         source_codes=None if coder is None else coder.array(),
         source_names=() if coder is None else coder.names(),
         path=str(file),
@@ -472,9 +564,11 @@ def tokenize_lengths(
     if batch_size <= 0:
         raise InvalidInputError(f"batch_size must be positive, got {batch_size}")
     file = Path(path)
-    lines = _lines(file)
-    if not lines:
+    batches = _line_batches(file)
+    head = next(batches, None)
+    if head is None:
         raise LengthInputError("no texts: the file is empty", path=str(file))
+    lines = _numbered(itertools.chain([head], batches))
     loaded = _load_tokenizer(tokenizer)
     texts: list[str] = []
     numbers: list[int] = []

@@ -14,15 +14,21 @@ from __future__ import annotations
 import enum
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future
 from os import PathLike
 from pathlib import Path
-from typing import final
+from typing import cast, final
 
 import attrs
 
-from probewise.errors import InvalidInputError, MixedJobsError, SpillError, TraceFormatError
+from probewise.errors import (
+    ArgumentTypeError,
+    InvalidInputError,
+    MixedJobsError,
+    SpillError,
+    TraceFormatError,
+)
 from probewise.throughput.kernels import KernelTable, ProgressCallback, TraceSource
 from probewise.throughput.readers import _native
 from probewise.throughput.readers._events import Parser, first_line
@@ -339,9 +345,18 @@ def _rank_key(table: KernelTable) -> tuple[int, str]:
 
 
 def _trace_files(paths: str | PathLike[str] | Sequence[str | PathLike[str]]) -> Iterator[str]:
-    items: Iterable[str | PathLike[str]] = [paths] if isinstance(paths, str | PathLike) else paths
-    for item in items:
-        name = os.fspath(item)
+    items = cast("object", [paths] if isinstance(paths, str | PathLike) else paths)
+    if isinstance(items, bytes | bytearray) or not isinstance(items, Sequence):
+        raise ArgumentTypeError(
+            "a trace path must be a str, an os.PathLike or a sequence of them, "
+            f"got a {type(items).__name__}"
+        )
+    for item in cast("Sequence[object]", items):
+        if not isinstance(item, str | PathLike):
+            raise ArgumentTypeError(
+                f"a trace path must be a str or an os.PathLike, got a {type(item).__name__}"
+            )
+        name = os.fspath(cast("str | PathLike[str]", item))
         if os.path.isdir(name):
             for child in sorted(Path(name).iterdir()):
                 if child.is_file() and _looks_like_trace(child):

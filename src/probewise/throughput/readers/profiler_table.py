@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import assert_never, final
+from typing import assert_never, cast, final
 
 import attrs
 
@@ -217,6 +217,13 @@ def read_profiler_tables(text: str) -> tuple[ProfilerTableReading, ...]:
     Raises :class:`~probewise.TraceFormatError` when the text holds no table, or when
     a table cannot be read (see docs/reference/profiler-table.md, "Errors").
     """
+    given = cast("object", text)
+    if not isinstance(given, str):
+        hint = " (decode it first, or use probewise kernels FILE)"
+        raise ArgumentTypeError(
+            f"a printed profiler table must be a str, got a {type(given).__name__}"
+            + (hint if isinstance(given, bytes) else "")
+        )
     lines = split_lines(text)
     frames = sorted(
         (frame for prefix, view in views(lines) for frame in find_frames(view, prefix)),
