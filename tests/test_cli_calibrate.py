@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -170,7 +171,13 @@ def test_bad_rows_are_one_line_without_text(
 
 def test_missing_or_empty_file_exits_2(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["calibrate", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "c")]) == 2
-    assert "cannot read" in capfd.readouterr().err
+    assert "nope.jsonl" in capfd.readouterr().err
+    # a FIFO (no writer) is refused at once, never opened for a blocking read
+    fifo = tmp_path / "labels.fifo"
+    os.mkfifo(fifo)
+    assert main(["calibrate", str(fifo), "--out", str(tmp_path / "c")]) == 2
+    assert "not a regular file" in capfd.readouterr().err
+    assert not (tmp_path / "c").exists()
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
     assert main(["calibrate", str(empty), "--out", str(tmp_path / "c")]) == 2

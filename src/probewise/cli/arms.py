@@ -14,6 +14,7 @@ from typing import cast, final
 import attrs
 
 from probewise._files import read_regular_file
+from probewise.cli._jsonl import json_object, numbered_lines
 from probewise.cli._tables import BUCKET_ROWS, paired_document
 from probewise.errors import InvalidInputError, ProbewiseError
 from probewise.responses.arms import PairedResult, run_paired
@@ -31,25 +32,14 @@ class _Target:
 
 def read_prompts(path: Path) -> dict[str | int, str]:
     """Prompts by id from a JSONL file of ``{"id", "prompt"}`` or one prompt a line."""
-    data = read_regular_file(path)  # a FIFO or a device is refused, never read
-    try:
-        lines = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"cannot read {path}: it is not UTF-8") from None
-    numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
+    numbered = numbered_lines(path)  # a FIFO or a device is refused, never read
     if not numbered:
         raise InvalidInputError(f"{path} holds no prompts")
     if not numbered[0][1].lstrip().startswith("{"):
         return {n: line for n, line in numbered}
     prompts: dict[str | int, str] = {}
     for n, line in numbered:
-        try:
-            record: object = json.loads(line)
-        except ValueError:
-            raise InvalidInputError(f"{path}:{n}: not a JSON object") from None
-        if not isinstance(record, dict):
-            raise InvalidInputError(f"{path}:{n}: not a JSON object")
-        fields = cast("dict[str, object]", record)
+        fields = json_object(path, n, line)
         prompt_id, prompt = fields.get("id"), fields.get("prompt")
         if isinstance(prompt_id, bool) or not isinstance(prompt_id, str | int):
             raise InvalidInputError(f'{path}:{n}: "id" must be a string or an integer')

@@ -16,8 +16,9 @@ import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
+from probewise.cli._jsonl import json_object, numbered_lines
 from probewise.errors import InvalidInputError
 from probewise.responses.calibration import Calibration, HumanLabel
 from probewise.responses.classifier import Completion, classify
@@ -37,39 +38,21 @@ def read_labels(path: Path) -> Iterator[tuple[Completion, HumanLabel]]:
     """The rows of a labels file: one JSON object a line, ``{"text": str, "label":
     "complied" | "declined" | "refused" | "deflected"}`` and optionally
     ``"finish_reason": "stop" | "length" | "content_filter"``; blank lines skipped."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as error:
-        raise InvalidInputError(f"cannot read {path}: {type(error).__name__}") from None
     labels = {label.value: label for label in HumanLabel}
     reasons = {reason.value: reason for reason in FinishReason}
-    with handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record: object = json.loads(line)
-                except ValueError:
-                    raise InvalidInputError(f"{path}:{number}: not a JSON object") from None
-                if not isinstance(record, dict):
-                    raise InvalidInputError(f"{path}:{number}: not a JSON object")
-                fields = cast("dict[str, object]", record)
-                text, label = fields.get("text"), fields.get("label")
-                reason = fields.get("finish_reason", "stop")
-                if not isinstance(text, str):
-                    raise InvalidInputError(f'{path}:{number}: "text" must be a string')
-                if not isinstance(label, str) or label not in labels:
-                    raise InvalidInputError(
-                        f'{path}:{number}: "label" must be one of {", ".join(labels)}'
-                    )
-                if not isinstance(reason, str) or reason not in reasons:
-                    raise InvalidInputError(
-                        f'{path}:{number}: "finish_reason" must be one of {", ".join(reasons)}'
-                    )
-                yield Completion(text, finish_reason=reasons[reason]), labels[label]
-        except UnicodeDecodeError:
-            raise InvalidInputError(f"{path}: not UTF-8 text") from None
+    for number, line in numbered_lines(path):  # a FIFO or a device is refused, never read
+        fields = json_object(path, number, line)
+        text, label = fields.get("text"), fields.get("label")
+        reason = fields.get("finish_reason", "stop")
+        if not isinstance(text, str):
+            raise InvalidInputError(f'{path}:{number}: "text" must be a string')
+        if not isinstance(label, str) or label not in labels:
+            raise InvalidInputError(f'{path}:{number}: "label" must be one of {", ".join(labels)}')
+        if not isinstance(reason, str) or reason not in reasons:
+            raise InvalidInputError(
+                f'{path}:{number}: "finish_reason" must be one of {", ".join(reasons)}'
+            )
+        yield Completion(text, finish_reason=reasons[reason]), labels[label]
 
 
 def load_rubric(spec: str | None) -> Rubric:
