@@ -53,7 +53,10 @@ def dask_client() -> Iterator[Client]:
         n_workers=2,
         processes=True,
         threads_per_worker=1,
-        dashboard_address=None,
+        # The scheduler serves HTTP (health, metrics) whatever the dashboard: on port
+        # 8787 by default, which a second test run on the machine may hold (seen with two
+        # suites at once). Any free port on loopback instead.
+        dashboard_address="127.0.0.1:0",
         host="127.0.0.1",
     )
     try:
