@@ -5,7 +5,7 @@
 # there. A floor that fails is to be raised in pyproject.toml
 # (and said in the CHANGELOG).
 #
-#   bash scripts/check_floors.sh [WORKDIR]      (default: a new temporary folder)
+#   bash scripts/check_floors.sh [WORKDIR [PYTEST ARGS...]]   (default: a new temporary folder)
 #
 # Exit status: pytest's. The report is WORKDIR/report.txt. torch cannot be had at its
 # floor here (torch>=2.4 would be a CUDA build of several GB): it stays at the CPU build
@@ -15,6 +15,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=${1:-$(mktemp -d -t probewise-floors.XXXXXX)}
+[ "$#" -gt 0 ] && shift  # the rest go to pytest
 source "$root/scripts/_scratch_tree.sh"
 cd "$work/tree"
 uv_version=0.13.9

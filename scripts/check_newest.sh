@@ -8,8 +8,9 @@
 #
 # Exit 0: every check passed at the newest versions (refresh the lock: scripts/lock.sh);
 # 1: a check failed (the report names the upgrades that break it). The report is
-# WORKDIR/report.txt. torch stays at the CPU build on this machine kind's disk
-# (torch==2.13.0): newer releases are CUDA builds of several GB here.
+# WORKDIR/report.txt. torch goes as high as pip may take it here: this machine kind caps
+# it at a release on its disk (/etc/xdg/pip; 2.14.1, a CUDA build of several GB, on
+# 2026-12-06), which runs on the CPU like the lock's 2.13.0+cpu.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=${1:-$(mktemp -d -t probewise-newest.XXXXXX)}
