@@ -1,8 +1,13 @@
-# Sourced by check_newest.sh and check_floors.sh: a copy of the checkout (tracked files
-# and untracked ones git does not ignore) in $work/tree, with a new .venv beside its
-# files, so that the checks there use that environment and not the checkout's.
+# Sourced by check_newest.sh and check_floors.sh: a copy of the checkout (a clone, with
+# the tracked files and the untracked ones git does not ignore as they are in the working
+# tree) in $work/tree, with a new .venv beside its files, so that the checks there use
+# that environment and not the checkout's.
 # Needs: $root (the checkout), $work (an empty or new folder).
-mkdir -p "$work/tree"
+# A clone (so the tree has the history some tests read, and ruff its .gitignore), with
+# the working tree's files, committed or not, laid over it.
+mkdir -p "$work"
+git clone -q --shared --no-checkout "$root" "$work/tree"
+git -C "$work/tree" reset -q
 # The copy has no ../shared beside it: point the tests at the checkout's (they would
 # skip without it), unless the caller set the paths.
 export PROBEWISE_FIXTURES=${PROBEWISE_FIXTURES:-$root/../shared/fixtures}
