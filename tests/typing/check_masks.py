@@ -38,6 +38,9 @@ def band_words(band: Band) -> str:
         case BandKind.BLOCK_DIAGONAL:
             assert_type(band.segments, tuple[tuple[int, ...], ...])
             return "blocks"
+        case BandKind.CHUNKED:
+            assert_type(band.chunk_size, int | None)
+            return "chunks"
         case BandKind.OTHER:
             return "other"
         case _:

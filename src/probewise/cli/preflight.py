@@ -82,8 +82,7 @@ def _packing_check(report: MaskReport) -> Check:
             name="packed documents kept apart",
             status=Status.PASS,
             detail=(
-                f"every layer masks block-diagonally ({len(report.scenario.documents)} "
-                "documents per row)"
+                f"every layer keeps the {len(report.scenario.documents)} documents of a row apart"
             ),
             figures={"kv_cache": report.kv_cache},
         )

@@ -72,6 +72,8 @@ class RawCall:
     layer_index: int
     layer_type: str
     sliding_window: int | None
+    chunk_size: int | None
+    """The layer's ``attention_chunk_size`` when it is a ``"chunked_attention"`` layer."""
     kv_groups: int
     query_shape: tuple[int, int, int, int]
     key_shape: tuple[int, int, int, int]
@@ -556,6 +558,8 @@ class _Recorder:
         self.mask_ids: dict[tuple[object, ...], int] = {}
         self.layer_types: list[object] = list(getattr(shrunk, "layer_types", None) or [])
         self.model_window: object = getattr(shrunk, "sliding_window", None)
+        chunk: object = getattr(shrunk, "attention_chunk_size", None)
+        self.chunk_size = chunk if isinstance(chunk, int) and not isinstance(chunk, bool) else None
 
     def record(  # noqa: PLR0917  (torch's own signature)
         self,
@@ -588,6 +592,7 @@ class _Recorder:
                 layer_index=int(getattr(module, "layer_idx", -1)),
                 layer_type=layer_type,
                 sliding_window=window,
+                chunk_size=self.chunk_size if layer_type == "chunked_attention" else None,
                 kv_groups=int(getattr(module, "num_key_value_groups", 1) or 1),
                 query_shape=_shape4(query),
                 key_shape=_shape4(key),

@@ -535,7 +535,7 @@ class _MaskReader:
         self.run = run
         self.scenario = scenario
         self.packed = scenario.packing is not Packing.NONE
-        self.bands: dict[int, Band] = {}
+        self.bands: dict[tuple[int, int | None], Band] = {}
         self.crossing: dict[int, bool] = {}
 
     def read(self, raw: RawCall) -> _MaskRead:
@@ -550,8 +550,11 @@ class _MaskReader:
                 cross_document=cross,
             )
         mask_id = raw.mask_id
-        if mask_id not in self.bands:
-            band = analyse_band(run.masks[mask_id])
+        key = (mask_id, raw.chunk_size)
+        if key not in self.bands:
+            band = analyse_band(
+                run.masks[mask_id], chunk_size=raw.chunk_size, documents=scenario.documents
+            )
             if mask_id in run.heads_differ:
                 band = Band(
                     kind=BandKind.OTHER,
@@ -559,11 +562,11 @@ class _MaskReader:
                     masked_rows=band.masked_rows,
                     allowed_share=band.allowed_share,
                 )
-            self.bands[mask_id] = band
-            if packed:
+            self.bands[key] = band
+            if packed and mask_id not in self.crossing:
                 self.crossing[mask_id] = crosses_documents(run.masks[mask_id], scenario.documents)
         return _MaskRead(
-            band=self.bands[mask_id],
+            band=self.bands[key],
             kind=MaskKind.BOOLEAN if raw.mask_dtype_bool else MaskKind.ADDITIVE,
             mask_bytes=run.mask_bytes[mask_id],
             cross_document=self.crossing[mask_id] if packed else None,
