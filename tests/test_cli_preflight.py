@@ -143,7 +143,7 @@ def test_masks_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_masks_list_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["masks", "--list"]) == 0
     assert "gemma3-27b" in capsys.readouterr().out.split()
-    assert main(["masks", "gemma2-9b", "--seq", "64"]) == 2
+    assert main(["masks", "gemma2-9b", "--seq", "64", "--attn-implementation", "sdpa"]) == 2
     assert "does not support attn_implementation='sdpa'" in capsys.readouterr().err
     assert main(["masks"]) == 2
     assert main(["masks", "llama3-8b", "--documents", "4,4"]) == 2

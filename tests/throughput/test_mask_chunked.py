@@ -167,7 +167,7 @@ torch = pytest.importorskip("torch")
 def test_transformers_chunked_masks_read_as_intervals(data: st.DataObject) -> None:
     """transformers' own chunked function (left padding, or packed and remapped) built
     dense by its ``sdpa_mask`` equals the intervals the probe reads; the band says chunked."""
-    from probewise.throughput.attention import _recorder
+    from probewise.throughput.attention import _stand_ins
 
     batch = data.draw(st.integers(1, 2))
     length = data.draw(st.integers(2, 40))
@@ -207,8 +207,8 @@ def test_transformers_chunked_masks_read_as_intervals(data: st.DataObject) -> No
         "allow_is_causal_skip": False,
     }
     dense = masking_utils.sdpa_mask(**arguments)
-    stand_ins: dict[int, _recorder._StandIn] = {}  # pyright: ignore[reportPrivateUsage]
-    build = _recorder._structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)  # pyright: ignore[reportPrivateUsage]
+    stand_ins: dict[int, _stand_ins.StandIn] = {}
+    build = _stand_ins.structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)
     build(**arguments)
     (read,) = stand_ins.values()
     assert np.array_equal(read.intervals.dense(), dense[:, 0].numpy())

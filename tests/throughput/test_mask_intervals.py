@@ -30,6 +30,7 @@ torch = pytest.importorskip("torch")
 masking_utils = pytest.importorskip("transformers.masking_utils")
 
 from probewise.throughput.attention import _recorder as _mask_recorder  # noqa: E402  (needs torch)
+from probewise.throughput.attention import _stand_ins  # noqa: E402  (needs torch)
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -158,8 +159,8 @@ def test_sdpa_mask_read_as_intervals_equals_the_mask_transformers_builds(
     arguments: dict[str, object],
 ) -> None:
     dense = masking_utils.sdpa_mask(**arguments)
-    stand_ins: dict[int, _mask_recorder._StandIn] = {}  # pyright: ignore[reportPrivateUsage]
-    build = _mask_recorder._structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)  # pyright: ignore[reportPrivateUsage]
+    stand_ins: dict[int, _stand_ins.StandIn] = {}
+    build = _stand_ins.structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)
     stand_in = build(**arguments)
     if dense is None:
         assert stand_in is None
@@ -175,8 +176,8 @@ def test_sdpa_mask_read_as_intervals_equals_the_mask_transformers_builds(
 
 def test_functions_the_reader_does_not_model_are_built_dense() -> None:
     """``or_masks`` (e.g. image tokens): transformers' dense mask, no stand-in."""
-    stand_ins: dict[int, _mask_recorder._StandIn] = {}  # pyright: ignore[reportPrivateUsage]
-    build = _mask_recorder._structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)  # pyright: ignore[reportPrivateUsage]
+    stand_ins: dict[int, _stand_ins.StandIn] = {}
+    build = _stand_ins.structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)
     function = masking_utils.or_masks(
         masking_utils.causal_mask_function, masking_utils.sliding_window_overlay(2)
     )

@@ -313,9 +313,14 @@ def test_qwen25_as_published_has_no_sliding_layers() -> None:
     assert report.layer_types == ("full_attention",)
 
 
-def test_gemma2_is_a_clear_error() -> None:
+def test_gemma2_under_sdpa_is_a_clear_error_and_loads_eager_by_default() -> None:
+    scenario = MaskScenario(seq_len=64, attn_implementation="sdpa")
     with pytest.raises(UnsupportedModelError, match="does not support attn_implementation='sdpa'"):
-        probe_masks("gemma2-9b", MaskScenario(seq_len=64), dtype="bf16")
+        probe_masks("gemma2-9b", scenario, dtype="bf16")
+    # What the config would load: transformers falls back to eager for Gemma 2.
+    report = probe_masks("gemma2-9b", MaskScenario(seq_len=64), dtype="bf16")
+    assert report.attn_implementation == "eager"
+    assert all(layer.prediction is None and not layer.fast_path for layer in report.layers)
 
 
 def test_capability_changes_the_prediction_not_the_masks() -> None:

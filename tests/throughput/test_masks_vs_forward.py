@@ -277,7 +277,7 @@ def test_gemma2_is_refused_by_both() -> None:
     with pytest.raises(ValueError, match="scaled_dot_product_attention") as real:
         transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
     with pytest.raises(UnsupportedModelError) as probed:
-        probe_masks(data, MaskScenario(seq_len=SEQ), dtype="float32")
+        probe_masks(data, MaskScenario(seq_len=SEQ, attn_implementation="sdpa"), dtype="float32")
     # The same sentence, for the base model the probe builds instead of the LM head one.
     reason = str(real.value).split(". ")[0].removeprefix("Gemma2ForCausalLM")
     assert f"Gemma2Model{reason}" in str(probed.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from typing import assert_never, final
+from typing import assert_never, cast, final
 
 import attrs
 import numpy as np
@@ -16,7 +16,51 @@ from probewise._validation import positive, true_or_false
 from probewise.errors import InvalidInputError
 from probewise.throughput.attention._coerce import as_enum, as_int, as_ints, optional_bool
 
-__all__ = ["MaskScenario", "Packing", "Padding", "scenario_inputs"]
+__all__ = [
+    "IMPLEMENTATIONS",
+    "AttentionKind",
+    "MaskScenario",
+    "Packing",
+    "Padding",
+    "attention_kind",
+    "scenario_inputs",
+]
+
+IMPLEMENTATIONS = ("eager", "sdpa", "flex_attention", "flash_attention_2", "flash_attention_3")
+"""The attention implementations transformers names (``attn_implementation``), in the
+order ``--attn-implementation all`` probes them; a hub kernel (``org/name``) is also
+accepted."""
+
+
+@enum.unique
+class AttentionKind(enum.Enum):
+    """Which family an ``attn_implementation`` belongs to (how the probe reads it)."""
+
+    EAGER = "eager"
+    """transformers' own matmul-softmax attention: the mask is always dense."""
+    SDPA = "sdpa"
+    """``torch.nn.functional.scaled_dot_product_attention``."""
+    FLEX = "flex_attention"
+    """``torch.nn.attention.flex_attention`` with a compiled ``BlockMask``."""
+    FLASH = "flash"
+    """FlashAttention 2/3/4, or a hub kernel exposing ``flash_attn_varlen_func``."""
+
+
+def attention_kind(name: str) -> AttentionKind:
+    """The family of an ``attn_implementation`` name (raises on a name transformers
+    does not know, with the names it does)."""
+    if name in ("eager", "sdpa", "flex_attention"):
+        return AttentionKind(name)
+    if name.startswith("flash_attention_") and name.removeprefix("flash_attention_").isdigit():
+        return AttentionKind.FLASH
+    repo = name.partition("@")[0].partition(":")[0]
+    owner, slash, kernel = repo.partition("/")
+    if slash and owner.strip() and kernel.strip() and "/" not in kernel:
+        return AttentionKind.FLASH  # a hub kernel (kernels-community/flash-attn2, ...)
+    raise InvalidInputError(
+        f"attn_implementation must be one of {', '.join(IMPLEMENTATIONS)} or a hub kernel "
+        f"(org/name), got {name!r}"
+    )
 
 
 @enum.unique
@@ -84,6 +128,17 @@ def _padding(value: Padding) -> Padding:
 
 def _packing(value: Packing) -> Packing:
     return as_enum(value, Packing, "packing")
+
+
+def _implementation(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(cast("object", value), str):
+        raise InvalidInputError(
+            f"attn_implementation must be a str or None, got {type(value).__name__}"
+        )
+    attention_kind(value)
+    return value
 
 
 def _seq_len_ok(_instance: object, _attribute: object, value: int) -> None:
@@ -164,6 +219,12 @@ class MaskScenario:
     """Activation (gradient) checkpointing enabled on the model. In a training forward
     transformers then turns ``use_cache`` off (``merge_with_config_defaults``), so no
     cache is built; in an inference forward it changes nothing."""
+    attn_implementation: str | None = attrs.field(default=None, converter=_implementation)
+    """The attention implementation the model runs: ``"eager"``, ``"sdpa"``,
+    ``"flex_attention"``, ``"flash_attention_2"``, ``"flash_attention_3"`` or a hub
+    kernel (``"kernels-community/flash-attn2"``). ``None``: what the config would load
+    (its own ``attn_implementation`` if it names one, else transformers' default:
+    SDPA where the model supports it, eager where it does not)."""
 
     def describe(self) -> str:
         """One line for people, e.g. ``"batch 2 x 8192 tokens, packed (position_ids)"``."""
@@ -176,6 +237,8 @@ class MaskScenario:
             text += f", use_cache={self.use_cache}"
         if self.gradient_checkpointing:
             text += ", gradient checkpointing"
+        if self.attn_implementation is not None:
+            text += f", {self.attn_implementation}"
         return text
 
 

@@ -26,7 +26,7 @@ import json
 import operator
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, cast, final
+from typing import TYPE_CHECKING, assert_never, cast, final
 
 import attrs
 
@@ -41,10 +41,19 @@ from probewise.errors import (
 )
 from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.attention._band import Band, BandKind, analyse_band, crosses_documents
+from probewise.throughput.attention._kernel_paths import (
+    eager_path,
+    flash_path,
+    flex_path,
+    sdpa_path,
+)
+from probewise.throughput.attention._paths import FlexBlocks, KernelPath, flex_blocks
 from probewise.throughput.attention._scenario import (
+    AttentionKind,
     MaskScenario,
     Packing,
     Padding,
+    attention_kind,
     scenario_inputs,
 )
 from probewise.throughput.attention.sdpa import (
@@ -67,7 +76,9 @@ if TYPE_CHECKING:
 __all__ = [
     "Band",
     "BandKind",
+    "FlexBlocks",
     "GqaHandling",
+    "KernelPath",
     "LayerAttention",
     "MaskReport",
     "MaskScenario",
@@ -96,8 +107,10 @@ def _band_json(layer: LayerAttention) -> dict[str, object]:
     return {**_json.to_dict(layer.band), "description": layer.band.describe()}
 
 
-def _rulings_json(layer: LayerAttention) -> dict[SdpaBackend, tuple[str, ...]]:
-    """Each backend's reasons against the call (none: usable)."""
+def _rulings_json(layer: LayerAttention) -> dict[SdpaBackend, tuple[str, ...]] | None:
+    """Each backend's reasons against the call (none: usable); ``None`` off SDPA."""
+    if layer.prediction is None:
+        return None
     return {ruling.backend: ruling.reasons for ruling in layer.prediction.rulings}
 
 
@@ -123,6 +136,7 @@ def _rulings_json(layer: LayerAttention) -> dict[SdpaBackend, tuple[str, ...]]:
             "cross_document": "mask_redundant",
             "lost_reasons": "cross_document",
             "rulings": "lost_reasons",
+            "kernel": "rulings",
         },
         omit={"call", "prediction"},
         derived={
@@ -149,7 +163,8 @@ class LayerAttention:
     sliding_window: int | None
     """The layer's sliding window, when it has one."""
     call: SdpaCall
-    """The shapes and flags of the call."""
+    """The shapes and flags of the attention call as transformers made it (for eager,
+    the additive mask it always passes; for flex and flash, no dense mask)."""
     kv_heads: int = attrs.field(validator=positive)
     """Key/value heads of the layer before any repeat."""
     gqa: GqaHandling
@@ -162,8 +177,11 @@ class LayerAttention:
     cross_document: bool | None
     """For packed scenarios: whether a query attends a key of another document (a
     correctness bug). ``None`` when the scenario is not packed."""
-    prediction: BackendPrediction
-    """The CUDA backend SDPA would choose for this call, with the reasons for the others."""
+    prediction: BackendPrediction | None
+    """The CUDA backend SDPA would choose for this call, with the reasons for the
+    others; ``None`` under an implementation other than SDPA."""
+    kernel: KernelPath
+    """Which kernel path runs, under the report's implementation, and why."""
 
     @property
     def mask(self) -> MaskKind:
@@ -176,13 +194,17 @@ class LayerAttention:
         return self.call.is_causal
 
     @property
-    def backend(self) -> SdpaBackend:
-        """The predicted CUDA backend."""
-        return self.prediction.backend
+    def backend(self) -> SdpaBackend | None:
+        """The predicted CUDA backend of SDPA (``None`` under another implementation)."""
+        return None if self.prediction is None else self.prediction.backend
 
     @property
     def fast_path(self) -> bool:
-        """No mask tensor, and a flash or cuDNN kernel predicted."""
+        """Under SDPA: no mask tensor, and a flash or cuDNN kernel predicted. Under
+        another implementation: a fused kernel with no dense mask (flex and
+        FlashAttention always; eager never)."""
+        if self.prediction is None:
+            return self.kernel.fused
         return self.call.mask is MaskKind.NONE and self.prediction.fast
 
     @property
@@ -190,7 +212,8 @@ class LayerAttention:
         """A mask was materialised that says nothing ``is_causal`` could not (plain
         causal or full, no padding): the fast path was lost for nothing."""
         return (
-            self.call.mask is not MaskKind.NONE
+            self.prediction is not None
+            and self.call.mask is not MaskKind.NONE
             and self.band.kind in (BandKind.CAUSAL, BandKind.FULL)
             and not self.band.padded
         )
@@ -204,6 +227,12 @@ class LayerAttention:
         """Why the fast path was lost; empty when it was kept."""
         if self.fast_path:
             return ()
+        if self.prediction is None:
+            return (
+                f"{self.kernel.implementation} materialises a dense additive mask of "
+                f"{_mib(self.mask_bytes)} ({self.band.describe()}) and runs unfused "
+                "matmul + softmax",
+            )
         reasons: list[str] = []
         if self.call.mask is not MaskKind.NONE:
             text = (
@@ -217,9 +246,10 @@ class LayerAttention:
             reasons.append(
                 f"K/V repeated from {self.kv_heads} to {self.call.query_heads} heads (no native GQA)"
             )
+        prediction = self.prediction
         for backend in FAST_BACKENDS:
-            if backend is not self.prediction.backend:
-                reasons.extend(self.prediction.reasons_lost(backend))
+            if backend is not prediction.backend:
+                reasons.extend(prediction.reasons_lost(backend))
         return tuple(reasons)
 
 
@@ -238,8 +268,10 @@ def _layer_types_filter(layer_types: Iterable[str] | None) -> frozenset[str] | N
 
 
 def _rules_version(report: MaskReport) -> str | None:
-    """The predictor's rules version (every layer's is the same; None without layers)."""
-    return report.layers[0].prediction.rules_version if report.layers else None
+    """The predictor's rules version (every layer's is the same; None without layers
+    or off SDPA)."""
+    prediction = report.layers[0].prediction if report.layers else None
+    return None if prediction is None else prediction.rules_version
 
 
 @_json.shaped(
@@ -247,6 +279,7 @@ def _rules_version(report: MaskReport) -> str | None:
         after={
             "transformers_version": "architecture",
             "kv_cache": "scenario",
+            "attn_implementation": "kv_cache",
             "rules_version": "capability",
             "layers": "mask_bytes",
         },
@@ -278,6 +311,9 @@ class MaskReport:
     kv_cache: bool = False
     """Whether the forward built a KV cache (``use_cache`` was in effect). With a
     cache, transformers does not look for packed documents in ``position_ids``."""
+    attn_implementation: str = "sdpa"
+    """The attention implementation the forward ran (the scenario's, or the one the
+    config would load)."""
 
     def to_dict(self) -> dict[str, object]:
         """The report as JSON (what ``probewise masks --json`` writes)."""
@@ -362,8 +398,13 @@ class MaskReport:
         groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
         for layer in lost:
             groups.setdefault((layer.layer_type, layer.lost_reasons()), []).append(layer.index)
+        what = (
+            "SDPA's fast path"
+            if self.attn_implementation == "sdpa"
+            else f"a fused kernel ({self.attn_implementation})"
+        )
         lines = [
-            f"{_count(lost)} of {_count(self.layers)} layers lost SDPA's fast path "
+            f"{_count(lost)} of {_count(self.layers)} layers lost {what} "
             f"({self.model_type}, {self.scenario.describe()}, {self.dtype.value}, "
             f"sm{self.capability[0]}{self.capability[1]}):"
         ]
@@ -498,9 +539,11 @@ def _probe(
         gradient_checkpointing=scenario.gradient_checkpointing,
         progress=progress,
         dense_masks=dense_masks,
+        attn_implementation=scenario.attn_implementation,
     )
     masks = _MaskReader(run, scenario)
     layers = [_layer(raw, masks, scenario, capability) for raw in run.calls]
+    distinct = {raw.mask_id: layer.mask_bytes for raw, layer in zip(run.calls, layers, strict=True)}
     import transformers
 
     return MaskReport(
@@ -510,9 +553,10 @@ def _probe(
         dtype=attention_dtype,
         capability=capability,
         layers=tuple(layers),
-        mask_bytes=sum(run.mask_bytes.values()),
+        mask_bytes=sum(n for mask_id, n in distinct.items() if mask_id is not None),
         transformers_version=str(transformers.__version__),
         kv_cache=run.kv_cache,
+        attn_implementation=run.attn_implementation,
     )
 
 
@@ -576,20 +620,24 @@ class _MaskReader:
 def _layer(
     raw: RawCall, masks: _MaskReader, scenario: MaskScenario, capability: tuple[int, int]
 ) -> LayerAttention:
-    """One recorded SDPA call as a :class:`LayerAttention`, with its predicted backend."""
+    """One recorded attention call as a :class:`LayerAttention`: under SDPA with its
+    predicted backend, under another implementation with its kernel path."""
     read = masks.read(raw)
+    kind = attention_kind(masks.run.attn_implementation)
     batch, query_heads, query_length, head_dim = raw.query_shape
+    dense = kind in (AttentionKind.SDPA, AttentionKind.EAGER)
     call = _call(
         batch=batch,
         query_heads=query_heads,
-        kv_heads=raw.key_shape[1],
+        # eager repeats K/V to the query heads itself (repeat_kv) before its matmul
+        kv_heads=query_heads if kind is AttentionKind.EAGER else raw.key_shape[1],
         query_length=query_length,
         kv_length=raw.key_shape[2],
         head_dim=head_dim,
         value_head_dim=raw.value_shape[3],
         dtype=AttentionDtype.parse(raw.dtype),
-        mask=read.kind,
-        mask_shape=raw.mask_shape,
+        mask=read.kind if dense else MaskKind.NONE,
+        mask_shape=raw.mask_shape if dense else None,
         is_causal=raw.is_causal,
         dropout=raw.dropout,
         enable_gqa=raw.enable_gqa,
@@ -599,6 +647,25 @@ def _layer(
         gqa = GqaHandling.NATIVE if raw.enable_gqa else GqaHandling.REPEATED
     else:
         gqa = GqaHandling.NONE
+    prediction = None
+    mask_bytes, cross, kernel = read.mask_bytes, read.cross_document, None
+    match kind:
+        case AttentionKind.SDPA:
+            prediction = predict_backend(call, capability=capability)
+            kernel = sdpa_path(call, prediction, capability)
+        case AttentionKind.EAGER:
+            kernel = eager_path(read.band, read.mask_bytes, raw.softcap, raw.sinks)
+        case AttentionKind.FLEX:
+            blocks = flex_blocks(masks.run.masks[raw.mask_id]) if raw.mask_id is not None else None
+            mask_bytes = 0 if blocks is None else blocks.nbytes
+            kernel = flex_path(read.band, blocks, raw.softcap, raw.sinks)
+        case AttentionKind.FLASH:
+            assert raw.flash is not None
+            kernel, cross = flash_path(
+                masks.run.attn_implementation, raw.flash, raw.sinks, scenario
+            )
+        case _ as unreachable:  # pragma: no cover
+            assert_never(unreachable)
     return LayerAttention(
         index=raw.layer_index,
         layer_type=raw.layer_type,
@@ -607,7 +674,8 @@ def _layer(
         kv_heads=max(1, query_heads // raw.kv_groups),
         gqa=gqa,
         band=read.band,
-        mask_bytes=read.mask_bytes,
-        cross_document=read.cross_document,
-        prediction=predict_backend(call, capability=capability),
+        mask_bytes=mask_bytes,
+        cross_document=cross,
+        prediction=prediction,
+        kernel=kernel,
     )
