@@ -305,3 +305,16 @@ def test_a_mask_changed_before_sdpa_is_read_dense(monkeypatch: pytest.MonkeyPatc
     report = _probe(config, scenario, dtype="bf16")
     assert report == _probe(config, scenario, dtype="bf16", dense_masks=True)
     assert report.layers[0].band.masked_rows == tuple(24 - n for n in scenario.lengths)
+
+
+@settings(max_examples=400, deadline=None)
+@given(interval_masks(), st.integers(1, 6))
+def test_flex_blocks_of_row_intervals_equal_those_of_their_dense_mask(
+    case: tuple[RowIntervals, tuple[int, ...]], block: int
+) -> None:
+    """The O(length) block count (whole blocks by difference array, cut ends by prefix
+    sums) against the plain sum over the dense mask, on any interval mask."""
+    from probewise.throughput.attention._paths import flex_blocks
+
+    mask, _documents = case
+    assert flex_blocks(mask, block) == flex_blocks(mask.dense(), block)

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from probewise import (
     CrossDocumentAttentionError,
@@ -598,3 +601,34 @@ def test_a_config_transformers_refuses_is_an_input_error_naming_the_field(
 def test_an_unknown_model_type_is_unsupported() -> None:
     with pytest.raises(UnsupportedModelError, match="no model_type 'no-such-model'"):
         probe_masks({"model_type": "no-such-model"}, MaskScenario(seq_len=16), dtype="bf16")
+
+
+def _valid_name(name: str) -> bool:
+    """transformers' names, flash_attention_N, or a hub kernel org/name[@rev][:kernel]."""
+    if name in ("eager", "sdpa", "flex_attention") or re.fullmatch(r"flash_attention_[0-9]+", name):
+        return True
+    repo = re.split("[@:]", name, maxsplit=1)[0]
+    parts = repo.split("/")
+    return len(parts) == 2 and all(part.strip() for part in parts)
+
+
+@given(st.text(max_size=40) | st.sampled_from(["eager", "flash_attention_3", "org/kernel"]))
+def test_attn_implementation_names_are_checked_in_one_line(name: str) -> None:
+    if _valid_name(name):
+        scenario = MaskScenario(seq_len=8, attn_implementation=name)
+        assert name in scenario.describe()
+    else:
+        with pytest.raises(InvalidInputError, match=r"^attn_implementation must be one of"):
+            MaskScenario(seq_len=8, attn_implementation=name)
+
+
+def test_attn_implementation_names() -> None:
+    for name in ("eager", "sdpa", "flex_attention", "flash_attention_2", "flash_attention_3"):
+        assert MaskScenario(seq_len=8, attn_implementation=name).attn_implementation == name
+    hub = MaskScenario(seq_len=8, attn_implementation="kernels-community/flash-attn2@v1:fa")
+    assert hub.attn_implementation == "kernels-community/flash-attn2@v1:fa"
+    for bad in ("", "flash", "flash_attention_x", "a/b/c", "/x"):
+        with pytest.raises(InvalidInputError, match="attn_implementation must be one of"):
+            MaskScenario(seq_len=8, attn_implementation=bad)
+    with pytest.raises(InvalidInputError, match="must be a str or None"):
+        MaskScenario(seq_len=8, attn_implementation=3)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ boundaries the kernel is given are checked against the documents.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -334,7 +335,7 @@ def reference_flash() -> Iterator[list[tuple[int, ...] | None]]:
         seen.append(tuple(bounds))
         parts = [
             _attend(q[s:e], k[s:e], v[s:e], causal, window_size, softcap, softmax_scale)
-            for s, e in zip(bounds[:-1], bounds[1:], strict=True)
+            for s, e in itertools.pairwise(bounds)
         ]
         return torch.cat(parts)
 

@@ -250,8 +250,7 @@ def compare_implementations(
     import attrs
 
     from probewise.errors import UnsupportedModelError
-    from probewise.throughput.attention._scenario import IMPLEMENTATIONS
-    from probewise.throughput.attention.masks import probe_masks
+    from probewise.throughput.attention.masks import IMPLEMENTATIONS, probe_masks
 
     base = scenario_from_args(args)
     rows: list[tuple[str, MaskReport | str]] = []

@@ -94,6 +94,7 @@ def flash_path(
     """FlashAttention: the kernel call transformers' helpers made (stand-in kernels),
     and whether packed documents attend each other (``None``: not packed)."""
     packed = scenario.packing is not Packing.NONE
+    notes: list[str] = []
     if flash.varlen:
         source = (
             "the attention mask (padding removed)"
@@ -106,20 +107,23 @@ def flash_path(
         text = f"one kernel over each whole row (causal={flash.causal})"
         cross = len(scenario.documents) > 1 if packed else None
         if packed and scenario.batch > 1:
-            text += (
-                "; transformers reads packed position_ids for FlashAttention only in a batch "
+            notes.append(
+                "transformers reads packed position_ids for FlashAttention only in a batch "
                 "of one row: flatten the batch to one row, or pass cu_seq_lens_q/k"
             )
         elif packed and scenario.packing is Packing.ALL_ONES_MASK:
-            text += "; the all-ones attention mask hides the packing"
+            notes.append("the all-ones attention mask hides the packing")
     if flash.window is not None:
         text += f", sliding window {flash.window}"
     if flash.softcap is not None:
         text += f", logits soft-capped at {flash.softcap:g}"
     if sinks and not flash.sinks_passed:
-        text += "; attention sinks dropped (this kernel takes none, so transformers passes none)"
+        notes.append(
+            "attention sinks dropped (this kernel takes none, so transformers passes none)"
+        )
     elif sinks:
-        text += "; attention sinks passed"
+        notes.append("attention sinks passed")
+    text = "; ".join([text, *notes])
     path = KernelPath(
         implementation=name,
         description=f"{name} (not run: predicted): {text}",

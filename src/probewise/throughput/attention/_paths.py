@@ -111,20 +111,45 @@ def _block_counts(mask: npt.NDArray[np.bool_] | RowIntervals, block: int) -> Int
         return summed
     batch, queries, keys = mask.shape
     qb, kb = -(-queries // block), -(-keys // block)
-    cum = np.zeros((batch, keys + 1), dtype=np.int64)
-    np.cumsum(mask.keep, axis=-1, out=cum[:, 1:])
-    starts = np.arange(kb, dtype=np.int64)[None, :] * block
-    ends = np.minimum(starts + block, keys)
     counts = np.zeros((batch, qb, kb), dtype=np.int64)
+    q_block = np.arange(queries, dtype=np.int64) // block
     for b in range(batch):
-        for q in range(qb):
-            lo = mask.lo[b, q * block : (q + 1) * block, None]
-            hi = mask.hi[b, q * block : (q + 1) * block, None] + 1
-            low = np.clip(lo, starts, ends)
-            high = np.clip(hi, starts, ends)
-            inside = cum[b, np.maximum(high, low)] - cum[b, low]
-            counts[b, q] = inside.sum(axis=0)
+        _row_block_counts(mask, b, block, q_block, counts[b])
     return counts
+
+
+def _row_block_counts(
+    mask: RowIntervals, b: int, block: int, q_block: IntArray, out: IntArray
+) -> None:
+    """Batch row ``b``'s counts into ``out`` (``(q_blocks, k_blocks)``) in O(queries +
+    blocks): the key blocks a query's interval covers whole add the block's kept keys
+    (a difference array along the key blocks, per query block); the one or two blocks
+    its ends cut add the kept keys of the cut."""
+    keys = mask.keep.shape[1]
+    kb = out.shape[1]
+    cum = np.zeros(keys + 1, dtype=np.int64)
+    np.cumsum(mask.keep[b], out=cum[1:])
+    edges = np.minimum(np.arange(kb + 1, dtype=np.int64) * block, keys)
+    kept = np.diff(cum[edges])  # kept keys per key block
+    lo = np.clip(mask.lo[b], 0, keys)
+    hi = np.clip(mask.hi[b], -1, keys - 1)
+    rows = np.flatnonzero(hi >= lo)
+    lo, hi, qs = lo[rows], hi[rows], q_block[rows]
+    first_whole = -(-lo // block)  # the first block starting at or after lo
+    last_whole = np.where(hi + 1 == keys, kb - 1, (hi + 1) // block - 1)
+    whole = first_whole <= last_whole
+    spans = np.zeros((out.shape[0], kb + 1), dtype=np.int64)
+    np.add.at(spans, (qs[whole], first_whole[whole]), 1)
+    np.add.at(spans, (qs[whole], last_whole[whole] + 1), -1)
+    out += np.cumsum(spans[:, :kb], axis=1) * kept[None, :]
+    low_block, high_block = lo // block, hi // block
+    low_cut = low_block < first_whole  # lo's block is cut (or holds the whole interval)
+    same = low_cut & (low_block == high_block)
+    low_end = np.where(same, hi, np.minimum(hi, (low_block + 1) * block - 1))
+    np.add.at(out, (qs[low_cut], low_block[low_cut]), (cum[low_end + 1] - cum[lo])[low_cut])
+    high_cut = (high_block > last_whole) & ~same
+    start = high_block * block
+    np.add.at(out, (qs[high_cut], high_block[high_cut]), (cum[hi + 1] - cum[start])[high_cut])
 
 
 def flex_blocks(mask: npt.NDArray[np.bool_] | RowIntervals, block: int = BLOCK_SIZE) -> FlexBlocks:

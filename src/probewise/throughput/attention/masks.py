@@ -49,6 +49,7 @@ from probewise.throughput.attention._kernel_paths import (
 )
 from probewise.throughput.attention._paths import FlexBlocks, KernelPath, flex_blocks
 from probewise.throughput.attention._scenario import (
+    IMPLEMENTATIONS,
     AttentionKind,
     MaskScenario,
     Packing,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "IMPLEMENTATIONS",
     "Band",
     "BandKind",
     "FlexBlocks",
@@ -580,7 +582,16 @@ class _MaskReader:
         self.scenario = scenario
         self.packed = scenario.packing is not Packing.NONE
         self.bands: dict[tuple[int, int | None], Band] = {}
+        self.flex: dict[int, FlexBlocks] = {}
         self.crossing: dict[int, bool] = {}
+
+    def blocks(self, mask_id: int | None) -> FlexBlocks | None:
+        """The flex ``BlockMask`` counts of a mask, once per distinct mask."""
+        if mask_id is None:
+            return None
+        if mask_id not in self.flex:
+            self.flex[mask_id] = flex_blocks(self.run.masks[mask_id])
+        return self.flex[mask_id]
 
     def read(self, raw: RawCall) -> _MaskRead:
         """The mask ``raw`` passed to SDPA (or its absence), read."""
@@ -656,7 +667,7 @@ def _layer(
         case AttentionKind.EAGER:
             kernel = eager_path(read.band, read.mask_bytes, raw.softcap, raw.sinks)
         case AttentionKind.FLEX:
-            blocks = flex_blocks(masks.run.masks[raw.mask_id]) if raw.mask_id is not None else None
+            blocks = masks.blocks(raw.mask_id)
             mask_bytes = 0 if blocks is None else blocks.nbytes
             kernel = flex_path(read.band, blocks, raw.softcap, raw.sinks)
         case AttentionKind.FLASH:
