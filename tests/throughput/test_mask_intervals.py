@@ -9,7 +9,8 @@ Three levels, at lengths where dense is cheap (up to 200 tokens):
   and packed-document functions, with padding or not, builds a dense tensor equal to
   the intervals the probe reads, of the bytes the probe reports;
 - the probe: the whole report with structured masks equals the report read from the
-  dense masks, on tiny configs of every mask-building family over random scenarios.
+  dense masks, on tiny configs of every mask-building family (Llama 4's chunked layers
+  included) over random scenarios, under SDPA, eager and flex_attention.
 
 Then one long-context check: 131,072 tokens on two layers returns at once with the
 bytes transformers would allocate, which only the structured path can do.
@@ -217,6 +218,14 @@ def _tiny(family: str, window: int) -> dict[str, object]:
                 use_sliding_window=True,
                 max_window_layers=1,
             )
+        case "llama4":
+            base.update(
+                model_type="llama4_text",
+                attention_chunk_size=window,
+                intermediate_size_mlp=16,
+                num_local_experts=2,
+                layer_types=["chunked_attention", "full_attention"],
+            )
         case _:
             base.update(
                 model_type="gemma3_text",
@@ -228,7 +237,7 @@ def _tiny(family: str, window: int) -> dict[str, object]:
 
 @st.composite
 def probe_cases(draw: st.DrawFn) -> tuple[dict[str, object], MaskScenario]:
-    family = draw(st.sampled_from(["llama", "mistral", "qwen2", "gemma3"]))
+    family = draw(st.sampled_from(["llama", "mistral", "qwen2", "gemma3", "llama4"]))
     length = draw(st.integers(2, 200))
     batch = draw(st.integers(1, 3))
     window = draw(st.integers(1, length + 4))
@@ -246,12 +255,13 @@ def probe_cases(draw: st.DrawFn) -> tuple[dict[str, object], MaskScenario]:
         packing=packing,
         use_cache=draw(st.sampled_from([None, False, True])),
         training=draw(st.booleans()),
+        attn_implementation=draw(st.sampled_from([None, "eager", "flex_attention"])),
         **fields,  # type: ignore[arg-type]
     )
     return _tiny(family, window), scenario
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(probe_cases())
 def test_probe_report_with_structured_masks_equals_the_dense_one(
     case: tuple[dict[str, object], MaskScenario],

@@ -13,7 +13,7 @@ what differs is the mask builder it hands that function to
   ``BlockMask``. The probe does not build it (compiling and evaluating it on every
   pair is what the probe avoids); it reads the function as ``sdpa_mask`` would
   build it without the causal skip, and the block counts and bytes are derived from
-  that (:mod:`probewise.throughput.attention._blocks`).
+  that (:mod:`probewise.throughput.attention._paths`).
 - flash implementations: ``flash_attention_mask`` (real) passes the 2-D padding
   mask or nothing, and :mod:`probewise.throughput.attention._flash` drives
   transformers' own flash forward with stand-in kernels.

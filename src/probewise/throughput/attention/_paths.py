@@ -136,7 +136,8 @@ def _row_block_counts(
     rows = np.flatnonzero(hi >= lo)
     lo, hi, qs = lo[rows], hi[rows], q_block[rows]
     first_whole = -(-lo // block)  # the first block starting at or after lo
-    last_whole = np.where(hi + 1 == keys, kb - 1, (hi + 1) // block - 1)
+    last_whole = (hi + 1) // block - 1
+    last_whole[hi + 1 == keys] = kb - 1  # the ragged last block ends at the last key
     whole = first_whole <= last_whole
     spans = np.zeros((out.shape[0], kb + 1), dtype=np.int64)
     np.add.at(spans, (qs[whole], first_whole[whole]), 1)
@@ -145,7 +146,8 @@ def _row_block_counts(
     low_block, high_block = lo // block, hi // block
     low_cut = low_block < first_whole  # lo's block is cut (or holds the whole interval)
     same = low_cut & (low_block == high_block)
-    low_end = np.where(same, hi, np.minimum(hi, (low_block + 1) * block - 1))
+    low_end = np.minimum(hi, (low_block + 1) * block - 1)
+    low_end[same] = hi[same]
     np.add.at(out, (qs[low_cut], low_block[low_cut]), (cum[low_end + 1] - cum[lo])[low_cut])
     high_cut = (high_block > last_whole) & ~same
     start = high_block * block

@@ -1,5 +1,8 @@
 """The mask probe: which attention layers keep SDPA's fast path, without weights or a GPU.
 
+(Under eager, flex_attention or FlashAttention it records those calls instead: see
+:mod:`probewise.throughput.attention._implementations`.)
+
 SDPA's backend choice and transformers' mask construction depend on shapes, dtype
 and whether a mask is present, not on weight values. So :func:`probe_masks` builds
 the real transformers model class for a config (``attn_implementation="sdpa"``),
@@ -495,11 +498,16 @@ def probe_masks(
         progress: show a progress bar over the layers on stderr once the probe has run
             for about 2 s (a config with thousands of layers takes minutes).
 
+    Under an attention implementation other than SDPA
+    (:attr:`MaskScenario.attn_implementation`, or the one the config would load) the
+    attention calls are recorded instead, and each layer's :attr:`LayerAttention.kernel`
+    says which kernel path runs: see the attention-preflight how-to.
+
     Raises:
-        UnsupportedModelError: the config does not build a transformers model that
-            uses SDPA (e.g. Gemma2), transformers refuses the scenario's forward (e.g.
-            gradient checkpointing on a model without it), or the model could not run
-            on the probe.
+        UnsupportedModelError: the model does not support the scenario's attention
+            implementation (e.g. SDPA for Gemma 2; transformers' own reason is quoted),
+            transformers refuses the scenario's forward (e.g. gradient checkpointing on
+            a model without it), or the model could not run on the probe.
         InvalidInputError: a bad config path, dtype or capability.
     """
     return _probe(config, scenario, dtype=dtype, capability=capability, progress=progress)
