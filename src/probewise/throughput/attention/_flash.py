@@ -53,6 +53,18 @@ def _record(
     return torch.zeros_like(q)
 
 
+def _record_varlen(  # noqa: PLR0917
+    calls: list[dict[str, object]],
+    q: torch.Tensor,
+    cu_seqlens: torch.Tensor,
+    causal: bool,
+    window_size: tuple[int, int],
+    softcap: float,
+) -> torch.Tensor:
+    made = {"cu_seqlens": _ints(cu_seqlens), "causal": causal, "window_size": window_size}
+    return _record(calls, q, {**made, "softcap": softcap})
+
+
 def _fa2_kernels(calls: list[dict[str, object]]) -> tuple[Callable[..., object], ...]:
     """Stand-ins with flash-attn 2's signatures (``flash_attn_func``, ``..._varlen_func``)."""
 
@@ -89,17 +101,7 @@ def _fa2_kernels(calls: list[dict[str, object]]) -> tuple[Callable[..., object],
         return_attn_probs: bool = False,
         block_table: object = None,
     ) -> torch.Tensor:
-        seqlens = _ints(cu_seqlens_q)
-        return _record(
-            calls,
-            q,
-            {
-                "cu_seqlens": seqlens,
-                "causal": causal,
-                "window_size": window_size,
-                "softcap": softcap,
-            },
-        )
+        return _record_varlen(calls, q, cu_seqlens_q, causal, window_size, softcap)
 
     return flash_attn_func, flash_attn_varlen_func
 
@@ -133,17 +135,7 @@ def _fa3_kernels(calls: list[dict[str, object]]) -> tuple[Callable[..., object],
         softcap: float = 0.0,
         deterministic: bool = False,
     ) -> torch.Tensor:
-        seqlens = _ints(cu_seqlens_q)
-        return _record(
-            calls,
-            q,
-            {
-                "cu_seqlens": seqlens,
-                "causal": causal,
-                "window_size": window_size,
-                "softcap": softcap,
-            },
-        )
+        return _record_varlen(calls, q, cu_seqlens_q, causal, window_size, softcap)
 
     return flash_attn_func, flash_attn_varlen_func
 

@@ -102,6 +102,19 @@ def attention_interface(
                 _register(mask_interface, name, previous_mask)
 
 
+def _arguments(
+    signature: inspect.Signature, args: tuple[object, ...], kwargs: dict[str, object]
+) -> tuple[dict[str, object], dict[str, object]]:
+    """A mask builder's call, bound: its named arguments (defaults applied) and its
+    ``**kwargs`` (less ``allow_is_causal_skip``, which the probe sets)."""
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    arguments = dict(bound.arguments)
+    extra = dict(cast("dict[str, object]", arguments.pop("kwargs", {})))
+    extra.pop("allow_is_causal_skip", None)
+    return arguments, extra
+
+
 def _eager_builder(
     structured: Callable[..., object] | None,
     stand_ins: dict[int, StandIn],
@@ -114,11 +127,7 @@ def _eager_builder(
     signature = inspect.signature(masking("eager_mask"))
 
     def build(*args: object, **kwargs: object) -> object:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        extra = cast("dict[str, object]", arguments.pop("kwargs", {}))
-        extra.pop("allow_is_causal_skip", None)
+        arguments, extra = _arguments(signature, args, kwargs)
         dtype = cast("torch.dtype", arguments.pop("dtype"))
         builder = structured if structured is not None else original
         mask = builder(**arguments, **extra, allow_is_causal_skip=False)
@@ -147,10 +156,7 @@ def _flex_builder(structured: Callable[..., object] | None) -> Callable[..., obj
     signature = inspect.signature(masking("flex_attention_mask"))
 
     def build(*args: object, **kwargs: object) -> object:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        arguments.pop("kwargs", None)
+        arguments, _extra = _arguments(signature, args, kwargs)
         builder = structured if structured is not None else original
         return builder(**arguments, allow_is_causal_skip=False)
 

@@ -494,23 +494,11 @@ class _Recorder:
                 scale=scale,
                 enable_gqa=enable_gqa,
             )
-        module = self.current[-1]
-        layer_type, window = self.layer_type(module)
-        mask_id = None if attn_mask is None else self.mask_id(attn_mask)
         self.calls.append(
-            RawCall(
-                layer_index=int(getattr(module, "layer_idx", -1)),
-                layer_type=layer_type,
-                sliding_window=window,
-                chunk_size=self.chunk_size if layer_type == "chunked_attention" else None,
-                kv_groups=int(getattr(module, "num_key_value_groups", 1) or 1),
-                query_shape=_shape4(query),
-                key_shape=_shape4(key),
-                value_shape=_shape4(value),
-                dtype=str(query.dtype).removeprefix("torch."),
-                mask_id=mask_id,
-                mask_dtype_bool=attn_mask is not None and attn_mask.dtype == torch.bool,
-                mask_shape=None if attn_mask is None else tuple(int(s) for s in attn_mask.shape),
+            self.raw_call(
+                self.current[-1],
+                (query, key, value),
+                attn_mask,
                 is_causal=bool(is_causal),
                 dropout=float(dropout_p),
                 enable_gqa=bool(enable_gqa),
@@ -534,7 +522,6 @@ class _Recorder:
         call (the mask it got, the flash kernel call) and returns an empty output."""
         del scaling
         kind = attention_kind(self.implementation)
-        layer_type, window = self.layer_type(module)
         mask = attention_mask if isinstance(attention_mask, torch.Tensor) else None
         flash = None
         if kind is AttentionKind.FLASH:
@@ -546,19 +533,10 @@ class _Recorder:
             raise UnsupportedModelError(f"a {mask.ndim}-D attention mask reached {kind.value}")
         softcap = kwargs.get("softcap")
         self.calls.append(
-            RawCall(
-                layer_index=int(getattr(module, "layer_idx", -1)),
-                layer_type=layer_type,
-                sliding_window=window,
-                chunk_size=self.chunk_size if layer_type == "chunked_attention" else None,
-                kv_groups=int(getattr(module, "num_key_value_groups", 1) or 1),
-                query_shape=_shape4(query),
-                key_shape=_shape4(key),
-                value_shape=_shape4(value),
-                dtype=str(query.dtype).removeprefix("torch."),
-                mask_id=None if mask is None else self.mask_id(mask),
-                mask_dtype_bool=mask is not None and mask.dtype == torch.bool,
-                mask_shape=None if mask is None else tuple(int(s) for s in mask.shape),
+            self.raw_call(
+                module,
+                (query, key, value),
+                mask,
                 is_causal=flash.causal if flash is not None else False,
                 dropout=float(dropout),
                 enable_gqa=kind is not AttentionKind.EAGER,
@@ -572,6 +550,32 @@ class _Recorder:
             (batch, length, heads, value.shape[-1]), dtype=query.dtype, device=query.device
         )
         return out, None
+
+    def raw_call(
+        self,
+        module: torch.nn.Module,
+        qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        mask: torch.Tensor | None,
+        **flags: object,
+    ) -> RawCall:
+        """One call of ``module`` as a :class:`RawCall` (``flags``: the call's own)."""
+        query, key, value = qkv
+        layer_type, window = self.layer_type(module)
+        return RawCall(
+            layer_index=int(getattr(module, "layer_idx", -1)),
+            layer_type=layer_type,
+            sliding_window=window,
+            chunk_size=self.chunk_size if layer_type == "chunked_attention" else None,
+            kv_groups=int(getattr(module, "num_key_value_groups", 1) or 1),
+            query_shape=_shape4(query),
+            key_shape=_shape4(key),
+            value_shape=_shape4(value),
+            dtype=str(query.dtype).removeprefix("torch."),
+            mask_id=None if mask is None else self.mask_id(mask),
+            mask_dtype_bool=mask is not None and mask.dtype == torch.bool,
+            mask_shape=None if mask is None else tuple(int(s) for s in mask.shape),
+            **flags,  # type: ignore[arg-type]
+        )
 
     def layer_type(self, module: torch.nn.Module) -> tuple[str, int | None]:
         """The attention module's layer type and sliding window (``None``: none)."""
