@@ -632,3 +632,25 @@ def test_attn_implementation_names() -> None:
             MaskScenario(seq_len=8, attn_implementation=bad)
     with pytest.raises(InvalidInputError, match="must be a str or None"):
         MaskScenario(seq_len=8, attn_implementation=3)  # type: ignore[arg-type]
+
+
+def test_the_configs_own_attn_implementation_is_what_loads() -> None:
+    data = {**bundled("llama3-8b"), "num_hidden_layers": 2}
+    assert probe_masks(data, MaskScenario(seq_len=64), dtype="bf16").attn_implementation == "sdpa"
+    own = {**data, "attn_implementation": "eager"}
+    report = probe_masks(own, MaskScenario(seq_len=64), dtype="bf16")
+    assert report.attn_implementation == "eager"
+    assert all(layer.kernel.implementation == "eager" for layer in report.layers)
+    chosen = MaskScenario(seq_len=64, attn_implementation="flex_attention")
+    assert probe_masks(own, chosen, dtype="bf16").attn_implementation == "flex_attention"
+    with pytest.raises(InvalidInputError, match="attn_implementation must be one of"):
+        probe_masks(
+            {**data, "attn_implementation": "nonsense"}, MaskScenario(seq_len=64), dtype="bf16"
+        )
+
+
+def test_llama4_refuses_flash_with_transformers_own_reason() -> None:
+    scenario = MaskScenario(seq_len=64, attn_implementation="flash_attention_2")
+    with pytest.raises(UnsupportedModelError, match="does not support") as refused:
+        probe_masks("llama4-scout", scenario, dtype="bf16")
+    assert "transformers says" in str(refused.value)
