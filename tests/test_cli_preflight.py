@@ -26,7 +26,7 @@ def test_preflight_with_no_arguments_passes_on_the_embedded_defaults() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    assert "gemma3-27b (Gemma3TextModel), batch 2 x 8192 tokens" in out
+    assert "gemma3-27b (Gemma3TextModel, sdpa), batch 2 x 8192 tokens" in out
     assert "WARN  attention: SDPA fast path" in out
     assert "10 of 62 layers keep it" in out  # the full-attention layers
     assert "PASS  data: bucket sweep" in out
@@ -143,7 +143,7 @@ def test_masks_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_masks_list_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["masks", "--list"]) == 0
     assert "gemma3-27b" in capsys.readouterr().out.split()
-    assert main(["masks", "gemma2-9b", "--seq", "64"]) == 2
+    assert main(["masks", "gemma2-9b", "--seq", "64", "--attn-implementation", "sdpa"]) == 2
     assert "does not support attn_implementation='sdpa'" in capsys.readouterr().err
     assert main(["masks"]) == 2
     assert main(["masks", "llama3-8b", "--documents", "4,4"]) == 2
@@ -235,3 +235,55 @@ def test_preflight_lengths_that_are_no_regular_file_are_named_so(
     assert "no such file" not in err
     assert main(["preflight", "--lengths", str(tmp_path / "missing.txt")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_masks_attn_implementation_one_and_all(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["masks", "gemma2-9b", "--seq", "64", "--packed", "--use-cache", "off"]
+    assert main([*base, "--attn-implementation", "eager", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["attn_implementation"] == "eager"
+    assert document["scenario"]["attn_implementation"] == "eager"
+    assert {layer["kernel"]["implementation"] for layer in document["layers"]} == {"eager"}
+    assert all(
+        layer["backend"] is None and layer["rulings"] is None for layer in document["layers"]
+    )
+    assert main([*base, "--batch", "2", "--attn-implementation", "all", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    rows = document["implementations"]
+    assert list(rows) == [
+        "eager",
+        "sdpa",
+        "flex_attention",
+        "flash_attention_2",
+        "flash_attention_3",
+    ]
+    assert "does not support attn_implementation='sdpa'" in rows["sdpa"]["refused"]
+    assert rows["eager"]["cross_document_layers"] == 0
+    assert rows["flex_attention"]["dense_mask_layers"] == 0
+    # two packed rows: FlashAttention does not look for packing, documents leak
+    assert rows["flash_attention_2"]["cross_document_layers"] == rows["eager"]["layers"] == 42
+    assert rows["flash_attention_2"]["predicted"]
+    assert document["failure"] is None  # the main report (eager) keeps them apart
+    assert main([*base, "--attn-implementation", "all"]) == 0
+    out = capsys.readouterr().out
+    assert "flash_attention_3  kept apart" in out
+    assert "sdpa               refused: " in out
+    assert main([*base, "--attn-implementation", "flash_attention_9x"]) == 2
+    assert "attn_implementation must be one of" in capsys.readouterr().err
+
+
+def test_preflight_under_flash_with_two_packed_rows_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [
+        "preflight", "--config", "llama3-8b", "--seq", "256", "--batch", "2", "--packed",
+        "--use-cache", "off", "--attn-implementation", "flash_attention_2",
+    ]  # fmt: skip
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "(LlamaModel, flash_attention_2)" in out
+    assert "FAIL  attention: packed documents kept apart" in out
+    assert main([*argv[:-1], "flex_attention", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    names = [check["name"] for check in document["checks"]]
+    assert "attention: fused kernel (flex_attention)" in names

@@ -832,7 +832,11 @@ def test_derived_keys_are_computed_by_their_functions() -> None:
 
 
 def _old_layer_document(layer: LayerAttention) -> dict[str, object]:
-    """``probewise.cli._tables.layer_document`` as it was before ``to_dict`` (frozen)."""
+    """``probewise.cli._tables.layer_document`` as it was before ``to_dict`` (frozen),
+    plus the keys added since: ``kernel`` (issue 31; the band's ``chunk_size`` comes
+    with ``to_dict(band)``)."""
+    assert layer.backend is not None
+    assert layer.prediction is not None
     band = layer.band
     call = layer.call
     return {
@@ -858,20 +862,24 @@ def _old_layer_document(layer: LayerAttention) -> dict[str, object]:
         "rulings": {
             ruling.backend.value: list(ruling.reasons) for ruling in layer.prediction.rulings
         },
+        "kernel": _json.to_dict(layer.kernel),
     }
 
 
 def _old_report_document(report: MaskReport) -> dict[str, object]:
-    """``probewise.cli._tables.report_document`` as it was before ``to_dict`` (frozen)."""
+    """``probewise.cli._tables.report_document`` as it was before ``to_dict`` (frozen),
+    plus ``attn_implementation`` (issue 31)."""
+    prediction = report.layers[0].prediction if report.layers else None
     return {
         "model_type": report.model_type,
         "architecture": report.architecture,
         "transformers_version": report.transformers_version,
         "scenario": _json.to_dict(report.scenario),
         "kv_cache": report.kv_cache,
+        "attn_implementation": report.attn_implementation,
         "dtype": report.dtype.value,
         "capability": list(report.capability),
-        "rules_version": report.layers[0].prediction.rules_version if report.layers else None,
+        "rules_version": None if prediction is None else prediction.rules_version,
         "mask_bytes": report.mask_bytes,
         "layers": [_old_layer_document(layer) for layer in report.layers],
     }

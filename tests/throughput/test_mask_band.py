@@ -105,6 +105,28 @@ def reconstruct(band: Band, allowed: BoolArray) -> BoolArray | None:
                     base &= k > q - band.window
                 out[b] = base & keep[b][None, :]
             return out
+        case BandKind.CHUNKED:
+            assert band.chunk_size is not None
+            out = np.zeros(allowed.shape, dtype=bool)
+            for b in range(batch):
+                segments = band.segments[b] if band.segments else (length,)
+                start = np.repeat(np.cumsum((0, *segments))[:-1], segments)[:, None]
+                if not band.segments:  # the grid starts at the row's first kept key
+                    start = np.full_like(start, int(np.argmax(keep[b])) if keep[b].any() else 0)
+                chunk = band.chunk_size
+                same = (q - start) // chunk == (k - start.T) // chunk
+                base = (
+                    (k <= q)
+                    & same
+                    & (
+                        np.repeat(np.arange(len(segments)), segments)[:, None]
+                        == np.repeat(np.arange(len(segments)), segments)[None, :]
+                    )
+                )
+                if band.window is not None:
+                    base &= k > q - band.window
+                out[b] = base & keep[b][None, :]
+            return out
         case BandKind.NONE | BandKind.OTHER:
             return None
 
@@ -165,3 +187,12 @@ def test_band_validation() -> None:
         Band(kind=BandKind.OTHER, allowed_share=1.5)
     with pytest.raises(InvalidInputError):
         analyse_band(np.ones((4, 4), dtype=bool))
+    with pytest.raises(InvalidInputError, match="chunk size"):
+        Band(kind=BandKind.CHUNKED)
+    with pytest.raises(InvalidInputError, match="chunk size"):
+        Band(kind=BandKind.CAUSAL, chunk_size=8)
+    with pytest.raises(InvalidInputError):
+        Band(kind=BandKind.CHUNKED, chunk_size=0)
+    assert Band(kind=BandKind.CHUNKED, chunk_size=8, segments=((8, 8),), window=3).describe() == (
+        "chunked, chunks of 8 inside 2 documents per row, sliding window 3 inside"
+    )

@@ -9,7 +9,8 @@ Three levels, at lengths where dense is cheap (up to 200 tokens):
   and packed-document functions, with padding or not, builds a dense tensor equal to
   the intervals the probe reads, of the bytes the probe reports;
 - the probe: the whole report with structured masks equals the report read from the
-  dense masks, on tiny configs of every mask-building family over random scenarios.
+  dense masks, on tiny configs of every mask-building family (Llama 4's chunked layers
+  included) over random scenarios, under SDPA, eager and flex_attention.
 
 Then one long-context check: 131,072 tokens on two layers returns at once with the
 bytes transformers would allocate, which only the structured path can do.
@@ -30,6 +31,7 @@ torch = pytest.importorskip("torch")
 masking_utils = pytest.importorskip("transformers.masking_utils")
 
 from probewise.throughput.attention import _recorder as _mask_recorder  # noqa: E402  (needs torch)
+from probewise.throughput.attention import _stand_ins  # noqa: E402  (needs torch)
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -158,8 +160,8 @@ def test_sdpa_mask_read_as_intervals_equals_the_mask_transformers_builds(
     arguments: dict[str, object],
 ) -> None:
     dense = masking_utils.sdpa_mask(**arguments)
-    stand_ins: dict[int, _mask_recorder._StandIn] = {}  # pyright: ignore[reportPrivateUsage]
-    build = _mask_recorder._structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)  # pyright: ignore[reportPrivateUsage]
+    stand_ins: dict[int, _stand_ins.StandIn] = {}
+    build = _stand_ins.structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)
     stand_in = build(**arguments)
     if dense is None:
         assert stand_in is None
@@ -175,8 +177,8 @@ def test_sdpa_mask_read_as_intervals_equals_the_mask_transformers_builds(
 
 def test_functions_the_reader_does_not_model_are_built_dense() -> None:
     """``or_masks`` (e.g. image tokens): transformers' dense mask, no stand-in."""
-    stand_ins: dict[int, _mask_recorder._StandIn] = {}  # pyright: ignore[reportPrivateUsage]
-    build = _mask_recorder._structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)  # pyright: ignore[reportPrivateUsage]
+    stand_ins: dict[int, _stand_ins.StandIn] = {}
+    build = _stand_ins.structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)
     function = masking_utils.or_masks(
         masking_utils.causal_mask_function, masking_utils.sliding_window_overlay(2)
     )
@@ -216,6 +218,14 @@ def _tiny(family: str, window: int) -> dict[str, object]:
                 use_sliding_window=True,
                 max_window_layers=1,
             )
+        case "llama4":
+            base.update(
+                model_type="llama4_text",
+                attention_chunk_size=window,
+                intermediate_size_mlp=16,
+                num_local_experts=2,
+                layer_types=["chunked_attention", "full_attention"],
+            )
         case _:
             base.update(
                 model_type="gemma3_text",
@@ -227,7 +237,7 @@ def _tiny(family: str, window: int) -> dict[str, object]:
 
 @st.composite
 def probe_cases(draw: st.DrawFn) -> tuple[dict[str, object], MaskScenario]:
-    family = draw(st.sampled_from(["llama", "mistral", "qwen2", "gemma3"]))
+    family = draw(st.sampled_from(["llama", "mistral", "qwen2", "gemma3", "llama4"]))
     length = draw(st.integers(2, 200))
     batch = draw(st.integers(1, 3))
     window = draw(st.integers(1, length + 4))
@@ -245,12 +255,13 @@ def probe_cases(draw: st.DrawFn) -> tuple[dict[str, object], MaskScenario]:
         packing=packing,
         use_cache=draw(st.sampled_from([None, False, True])),
         training=draw(st.booleans()),
+        attn_implementation=draw(st.sampled_from([None, "eager", "flex_attention"])),
         **fields,  # type: ignore[arg-type]
     )
     return _tiny(family, window), scenario
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(probe_cases())
 def test_probe_report_with_structured_masks_equals_the_dense_one(
     case: tuple[dict[str, object], MaskScenario],
@@ -304,3 +315,16 @@ def test_a_mask_changed_before_sdpa_is_read_dense(monkeypatch: pytest.MonkeyPatc
     report = _probe(config, scenario, dtype="bf16")
     assert report == _probe(config, scenario, dtype="bf16", dense_masks=True)
     assert report.layers[0].band.masked_rows == tuple(24 - n for n in scenario.lengths)
+
+
+@settings(max_examples=400, deadline=None)
+@given(interval_masks(), st.integers(1, 6))
+def test_flex_blocks_of_row_intervals_equal_those_of_their_dense_mask(
+    case: tuple[RowIntervals, tuple[int, ...]], block: int
+) -> None:
+    """The O(length) block count (whole blocks by difference array, cut ends by prefix
+    sums) against the plain sum over the dense mask, on any interval mask."""
+    from probewise.throughput.attention._paths import flex_blocks
+
+    mask, _documents = case
+    assert flex_blocks(mask, block) == flex_blocks(mask.dense(), block)

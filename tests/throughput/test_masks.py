@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from probewise import (
     CrossDocumentAttentionError,
@@ -313,9 +316,14 @@ def test_qwen25_as_published_has_no_sliding_layers() -> None:
     assert report.layer_types == ("full_attention",)
 
 
-def test_gemma2_is_a_clear_error() -> None:
+def test_gemma2_under_sdpa_is_a_clear_error_and_loads_eager_by_default() -> None:
+    scenario = MaskScenario(seq_len=64, attn_implementation="sdpa")
     with pytest.raises(UnsupportedModelError, match="does not support attn_implementation='sdpa'"):
-        probe_masks("gemma2-9b", MaskScenario(seq_len=64), dtype="bf16")
+        probe_masks("gemma2-9b", scenario, dtype="bf16")
+    # What the config would load: transformers falls back to eager for Gemma 2.
+    report = probe_masks("gemma2-9b", MaskScenario(seq_len=64), dtype="bf16")
+    assert report.attn_implementation == "eager"
+    assert all(layer.prediction is None and not layer.fast_path for layer in report.layers)
 
 
 def test_capability_changes_the_prediction_not_the_masks() -> None:
@@ -593,3 +601,56 @@ def test_a_config_transformers_refuses_is_an_input_error_naming_the_field(
 def test_an_unknown_model_type_is_unsupported() -> None:
     with pytest.raises(UnsupportedModelError, match="no model_type 'no-such-model'"):
         probe_masks({"model_type": "no-such-model"}, MaskScenario(seq_len=16), dtype="bf16")
+
+
+def _valid_name(name: str) -> bool:
+    """transformers' names, flash_attention_N, or a hub kernel org/name[@rev][:kernel]."""
+    if name in ("eager", "sdpa", "flex_attention") or re.fullmatch(r"flash_attention_[0-9]+", name):
+        return True
+    repo = re.split("[@:]", name, maxsplit=1)[0]
+    parts = repo.split("/")
+    return len(parts) == 2 and all(part.strip() for part in parts)
+
+
+@given(st.text(max_size=40) | st.sampled_from(["eager", "flash_attention_3", "org/kernel"]))
+def test_attn_implementation_names_are_checked_in_one_line(name: str) -> None:
+    if _valid_name(name):
+        scenario = MaskScenario(seq_len=8, attn_implementation=name)
+        assert name in scenario.describe()
+    else:
+        with pytest.raises(InvalidInputError, match=r"^attn_implementation must be one of"):
+            MaskScenario(seq_len=8, attn_implementation=name)
+
+
+def test_attn_implementation_names() -> None:
+    for name in ("eager", "sdpa", "flex_attention", "flash_attention_2", "flash_attention_3"):
+        assert MaskScenario(seq_len=8, attn_implementation=name).attn_implementation == name
+    hub = MaskScenario(seq_len=8, attn_implementation="kernels-community/flash-attn2@v1:fa")
+    assert hub.attn_implementation == "kernels-community/flash-attn2@v1:fa"
+    for bad in ("", "flash", "flash_attention_x", "a/b/c", "/x"):
+        with pytest.raises(InvalidInputError, match="attn_implementation must be one of"):
+            MaskScenario(seq_len=8, attn_implementation=bad)
+    with pytest.raises(InvalidInputError, match="must be a str or None"):
+        MaskScenario(seq_len=8, attn_implementation=3)  # type: ignore[arg-type]
+
+
+def test_the_configs_own_attn_implementation_is_what_loads() -> None:
+    data = {**bundled("llama3-8b"), "num_hidden_layers": 2}
+    assert probe_masks(data, MaskScenario(seq_len=64), dtype="bf16").attn_implementation == "sdpa"
+    own = {**data, "attn_implementation": "eager"}
+    report = probe_masks(own, MaskScenario(seq_len=64), dtype="bf16")
+    assert report.attn_implementation == "eager"
+    assert all(layer.kernel.implementation == "eager" for layer in report.layers)
+    chosen = MaskScenario(seq_len=64, attn_implementation="flex_attention")
+    assert probe_masks(own, chosen, dtype="bf16").attn_implementation == "flex_attention"
+    with pytest.raises(InvalidInputError, match="attn_implementation must be one of"):
+        probe_masks(
+            {**data, "attn_implementation": "nonsense"}, MaskScenario(seq_len=64), dtype="bf16"
+        )
+
+
+def test_llama4_refuses_flash_with_transformers_own_reason() -> None:
+    scenario = MaskScenario(seq_len=64, attn_implementation="flash_attention_2")
+    with pytest.raises(UnsupportedModelError, match="does not support") as refused:
+        probe_masks("llama4-scout", scenario, dtype="bf16")
+    assert "transformers says" in str(refused.value)

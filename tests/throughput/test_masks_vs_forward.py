@@ -85,6 +85,10 @@ def tiny_config(name: str) -> dict[str, object]:
     )
     if data.get("sliding_window") is not None:
         data["sliding_window"] = WINDOW
+    if data.get("attention_chunk_size") is not None:
+        data["attention_chunk_size"] = WINDOW  # chunks of 8 tokens: they bite at 32
+    if "intermediate_size_mlp" in data:
+        data.update(intermediate_size_mlp=32, num_local_experts=2)
     for key, value in (
         ("global_head_dim", 16),
         ("hidden_size_per_layer_input", 4),
@@ -273,7 +277,7 @@ def test_gemma2_is_refused_by_both() -> None:
     with pytest.raises(ValueError, match="scaled_dot_product_attention") as real:
         transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
     with pytest.raises(UnsupportedModelError) as probed:
-        probe_masks(data, MaskScenario(seq_len=SEQ), dtype="float32")
+        probe_masks(data, MaskScenario(seq_len=SEQ, attn_implementation="sdpa"), dtype="float32")
     # The same sentence, for the base model the probe builds instead of the LM head one.
     reason = str(real.value).split(". ")[0].removeprefix("Gemma2ForCausalLM")
     assert f"Gemma2Model{reason}" in str(probed.value)
@@ -333,3 +337,53 @@ def test_a_forward_transformers_refuses_is_refused_by_the_probe_with_its_reason(
     model(input_ids=ids, labels=ids, use_cache=False)
     with pytest.raises(UnsupportedModelError, match="no scaled_dot_product_attention call"):
         probe_masks(data, MaskScenario(seq_len=SEQ, use_cache=False), dtype="bf16")
+
+
+@pytest.mark.parametrize(
+    ("packing", "use_cache"),
+    [(Packing.NONE, False), (Packing.POSITION_IDS, False), (Packing.POSITION_IDS, True)],
+)
+def test_llama4_chunked_layers_read_as_chunked(
+    packing: Packing, use_cache: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Llama 4's chunked layers (chunks of 8 here): the band is chunked with its size,
+    the packed documents are counted as documents (3, not the 5 blocks the mask has),
+    and it is the band of the very mask the real forward hands SDPA."""
+    from probewise.throughput.attention._band import BandKind, analyse_band
+
+    name = "llama4-scout"
+    documents = DOCUMENTS if packing is not Packing.NONE else ()
+    scenario = MaskScenario(seq_len=SEQ, packing=packing, documents=documents, use_cache=use_cache)
+    original = torch.nn.functional.scaled_dot_product_attention
+    masks: list[torch.Tensor | None] = []
+
+    def keep(*args: object, **kwargs: object) -> torch.Tensor:
+        mask = kwargs.get("attn_mask")
+        masks.append(mask.detach().clone() if isinstance(mask, torch.Tensor) else None)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", keep)
+    calls, cache, leaks = real_forward(name, scenario)
+    monkeypatch.undo()
+    real_masks = masks[: len(calls)]
+    report = probe_masks(tiny_config(name), scenario, dtype="float32")
+    assert probe_calls(report) == calls
+    chunked = [layer for layer in report.layers if layer.layer_type == "chunked_attention"]
+    assert chunked
+    for layer in chunked:
+        assert layer.band.kind is BandKind.CHUNKED
+        assert layer.band.chunk_size == WINDOW
+        real = real_masks[report.layers.index(layer)]
+        assert real is not None
+        assert layer.band == analyse_band(
+            real[:, 0].numpy(), chunk_size=WINDOW, documents=scenario.documents
+        )
+        if packing is Packing.NONE or cache:  # chunks over the whole row
+            assert layer.band.describe() == f"chunked, chunks of {WINDOW}"
+        else:
+            assert (
+                layer.band.describe() == f"chunked, chunks of {WINDOW} inside 3 documents per row"
+            )
+        assert any(f"chunked, chunks of {WINDOW}" in r for r in layer.lost_reasons())
+    if leaks is not None:
+        assert leaks is cache is bool(report.cross_document_layers())

@@ -38,6 +38,9 @@ def band_words(band: Band) -> str:
         case BandKind.BLOCK_DIAGONAL:
             assert_type(band.segments, tuple[tuple[int, ...], ...])
             return "blocks"
+        case BandKind.CHUNKED:
+            assert_type(band.chunk_size, int | None)
+            return "chunks"
         case BandKind.OTHER:
             return "other"
         case _:
@@ -80,7 +83,8 @@ def api() -> None:
     assert_type(layer.band, Band)
     assert_type(layer.gqa, GqaHandling)
     assert_type(layer.mask, MaskKind)
-    assert_type(layer.backend, SdpaBackend)
+    assert_type(layer.backend, SdpaBackend | None)
+    assert_type(layer.kernel.fused, bool)
     assert_type(layer.cross_document, bool | None)
     assert_type(layer.lost_reasons(), tuple[str, ...])
     assert_type(report.lost_fast_path(layer_types=["full_attention"]), tuple[LayerAttention, ...])

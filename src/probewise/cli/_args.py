@@ -165,6 +165,15 @@ def add_scenario_arguments(
         action="store_true",
         help="the model has gradient checkpointing on (in training it turns the cache off)",
     )
+    parser.add_argument(
+        "--attn-implementation",
+        metavar="NAME",
+        help=(
+            "the attention implementation the model runs: eager, sdpa, flex_attention, "
+            "flash_attention_2, flash_attention_3 or a hub kernel (org/name); 'all' adds one "
+            "row per implementation to compare (default: what the config would load)"
+        ),
+    )
 
 
 _USE_CACHE: dict[str, bool | None] = {"config": None, "on": True, "off": False}
@@ -215,6 +224,9 @@ def scenario_from_args(args: argparse.Namespace) -> MaskScenario:
         training=not args.inference,
         use_cache=_USE_CACHE[str(args.use_cache)],
         gradient_checkpointing=bool(args.gradient_checkpointing),
+        attn_implementation=None
+        if args.attn_implementation in (None, "all")
+        else str(args.attn_implementation),
     )
     return attrs.evolve(scenario, documents=documents) if documents else scenario
 
@@ -230,6 +242,35 @@ def run_probe(config: str, args: argparse.Namespace) -> MaskReport:
         capability=parse_capability(str(args.capability)),
         progress=True,
     )
+
+
+def compare_implementations(
+    config: str, args: argparse.Namespace
+) -> list[tuple[str, MaskReport | str]]:
+    """With ``--attn-implementation all``: the probe under each implementation
+    transformers names, or the one line it was refused with; empty otherwise."""
+    if args.attn_implementation != "all":
+        return []
+    import attrs
+
+    from probewise.errors import UnsupportedModelError
+    from probewise.throughput.attention.masks import IMPLEMENTATIONS, probe_masks
+
+    base = scenario_from_args(args)
+    rows: list[tuple[str, MaskReport | str]] = []
+    for name in IMPLEMENTATIONS:
+        try:
+            report = probe_masks(
+                config,
+                attrs.evolve(base, attn_implementation=name),
+                dtype=str(args.dtype),
+                capability=parse_capability(str(args.capability)),
+            )
+        except UnsupportedModelError as error:
+            rows.append((name, str(error)))
+        else:
+            rows.append((name, report))
+    return rows
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,10 +7,11 @@ the same way lives here: the mask probe's table (``masks``, ``preflight``; its J
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from probewise import _json
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Refused
+from probewise.throughput.attention.sdpa import MaskKind
 
 if TYPE_CHECKING:
     from probewise.responses.arms import PairedResult
@@ -55,6 +56,26 @@ def forward_description(report: MaskReport) -> str:
     return ", ".join(parts)
 
 
+def _ranges(indices: list[int]) -> str:
+    from probewise.throughput.attention.masks import layer_ranges
+
+    return layer_ranges(indices)
+
+
+def _backend(layer: LayerAttention) -> str:
+    """SDPA's predicted backend, or the implementation's kernel family."""
+    if layer.backend is not None:
+        return layer.backend.value
+    name = layer.kernel.implementation
+    if name.startswith("flash_attention_"):
+        return "fa" + name.removeprefix("flash_attention_")
+    return {"eager": "eager", "flex_attention": "flex"}.get(name, "hub")
+
+
+def _bytes(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB" if n >= 1 << 20 else f"{n:,} B"
+
+
 def _mib(n: int) -> str:
     return "-" if n == 0 else f"{n / (1 << 20):.1f}"
 
@@ -63,8 +84,9 @@ def print_mask_table(report: MaskReport) -> None:
     """The per-layer table for people; runs of identical layers are printed once."""
     print(
         f"{report.architecture} ({report.model_type}), {report.scenario.describe()}, "
-        f"{report.dtype.value}, predicted for sm{report.capability[0]}{report.capability[1]} "
-        f"(transformers {report.transformers_version})"
+        f"{report.dtype.value}, {report.attn_implementation}, predicted for "
+        f"sm{report.capability[0]}{report.capability[1]} (transformers "
+        f"{report.transformers_version})"
     )
     print(f"forward: {forward_description(report)}")
     header = (
@@ -88,9 +110,16 @@ def print_mask_table(report: MaskReport) -> None:
         print(
             f"{span:<9} {layer.layer_type[:18]:<18} {layer.mask.value:<8} "
             f"{'yes' if layer.is_causal else 'no':<6} {band:<44} {layer.gqa.value:<9} "
-            f"{heads:<13} {_mib(layer.mask_bytes):>7}  {layer.backend.value:<9} "
+            f"{heads:<13} {_mib(layer.mask_bytes):>7}  {_backend(layer):<9} "
             f"{'yes' if layer.fast_path else 'NO'}"
         )
+    if report.attn_implementation != "sdpa":
+        print()
+        paths: dict[str, list[int]] = {}
+        for layer in report.layers:
+            paths.setdefault(layer.kernel.description, []).append(layer.index)
+        for description, indices in paths.items():
+            print(f"layers {_ranges(indices)}: {description}")
     lost = report.lost_fast_path()
     if lost:
         print()
@@ -110,6 +139,48 @@ def print_mask_table(report: MaskReport) -> None:
             f"CROSS-DOCUMENT ATTENTION in {len(crossing)} layers: packed documents see each other"
         )
         print(f"  fix: {report.packing_fix()}")
+
+
+def implementation_row(report: MaskReport | str) -> dict[str, object]:
+    """One implementation's verdict, compactly (``--attn-implementation all``)."""
+    if isinstance(report, str):
+        return {"refused": report}
+    dense = [x for x in report.layers if x.call.mask is not MaskKind.NONE]
+    return {
+        "refused": None,
+        "layers": len(report.layers),
+        "cross_document_layers": len(report.cross_document_layers()),
+        "packed": bool(report.scenario.documents),
+        "dense_mask_layers": len(dense),
+        "mask_bytes": report.mask_bytes,
+        "fused_layers": sum(1 for x in report.layers if x.fast_path),
+        "predicted": any(x.kernel.predicted and x.prediction is None for x in report.layers),
+        "paths": sorted({x.kernel.description for x in report.layers}),
+    }
+
+
+def print_implementation_table(rows: list[tuple[str, MaskReport | str]]) -> None:
+    """One row per implementation: documents apart, dense masks, fused layers, path."""
+    header = f"{'implementation':<18} {'documents':<16} {'masks':<22} {'fused':<9} kernel path"
+    print(header)
+    print("-" * len(header))
+    for name, report in rows:
+        row = implementation_row(report)
+        if row["refused"] is not None:
+            print(f"{name:<18} refused: {row['refused']}")
+            continue
+        assert not isinstance(report, str)
+        layers = len(report.layers)
+        crossing = len(report.cross_document_layers())
+        if not report.scenario.documents:
+            documents = "not packed"
+        else:
+            documents = f"LEAK, {crossing} layers" if crossing else "kept apart"
+        dense = f"{row['dense_mask_layers']}/{layers} dense, {_bytes(report.mask_bytes)}"
+        fused = f"{row['fused_layers']}/{layers}"
+        paths = cast("list[str]", row["paths"])
+        path = paths[0] if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} more)"
+        print(f"{name:<18} {documents:<16} {dense:<22} {fused:<9} {path}")
 
 
 def _same_row(a: LayerAttention, b: LayerAttention) -> bool:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from probewise.cli._args import run_probe
-from probewise.cli._tables import print_mask_table
+from probewise.cli._args import compare_implementations, run_probe
+from probewise.cli._tables import implementation_row, print_implementation_table, print_mask_table
 from probewise.errors import InvalidInputError
 
 
@@ -26,6 +26,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
     if args.config is None:
         raise InvalidInputError("give CONFIG (a config.json, its folder, or a name from --list)")
     report = run_probe(str(args.config), args)
+    compared = compare_implementations(str(args.config), args)
     failure: str | None = None
     try:
         if args.assert_fast:
@@ -38,9 +39,16 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
     if args.json:
         document = report.to_dict()
         document["failure"] = failure
+        if compared:
+            document["implementations"] = {
+                name: implementation_row(other) for name, other in compared
+            }
         print(json.dumps(document, indent=2, allow_nan=False))
     else:
         print_mask_table(report)
+        if compared:
+            print()
+            print_implementation_table(compared)
         if failure is not None:
             print()
             print(failure)

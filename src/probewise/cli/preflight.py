@@ -26,8 +26,13 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise import _json
-from probewise.cli._args import run_probe
-from probewise.cli._tables import forward_description, print_mask_table
+from probewise.cli._args import compare_implementations, run_probe
+from probewise.cli._tables import (
+    forward_description,
+    implementation_row,
+    print_implementation_table,
+    print_mask_table,
+)
 from probewise.errors import InputFileError, InvalidInputError, SweepNoOpError
 from probewise.throughput.attention.masks import BandKind, layer_ranges
 
@@ -82,8 +87,7 @@ def _packing_check(report: MaskReport) -> Check:
             name="packed documents kept apart",
             status=Status.PASS,
             detail=(
-                f"every layer masks block-diagonally ({len(report.scenario.documents)} "
-                "documents per row)"
+                f"every layer keeps the {len(report.scenario.documents)} documents of a row apart"
             ),
             figures={"kv_cache": report.kv_cache},
         )
@@ -132,14 +136,16 @@ def _fast_path_check(report: MaskReport, expected: set[str]) -> Check:
         "lost": dict(by_type),
         "mask_bytes": report.mask_bytes,
     }
+    sdpa = report.attn_implementation == "sdpa"
+    name = "SDPA fast path" if sdpa else f"fused kernel ({report.attn_implementation})"
     if not lost:
+        kernels = sorted(
+            {x.backend.value if x.backend else x.kernel.implementation for x in report.layers}
+        )
         return Check(
-            name="SDPA fast path",
+            name=name,
             status=Status.PASS,
-            detail=(
-                f"all {len(report.layers)} layers: no mask, "
-                f"{', '.join(sorted({x.backend.value for x in report.layers}))}"
-            ),
+            detail=f"all {len(report.layers)} layers: no dense mask, {', '.join(kernels)}",
             figures=figures,
         )
     needless = [x for x in lost if x.mask_redundant]
@@ -152,7 +158,7 @@ def _fast_path_check(report: MaskReport, expected: set[str]) -> Check:
             "identical to plain causal (lost for nothing)"
         )
     return Check(
-        name="SDPA fast path",
+        name=name,
         status=status,
         detail=lead + ". " + " | ".join(_lost_by_type(report, lost, by_type)),
         figures=figures,
@@ -278,6 +284,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
         raise InvalidInputError(f"--max-waste must be in [0, 1], got {args.max_waste}")
     _check_inputs(args)
     report = run_probe(str(args.config), args)
+    compared = compare_implementations(str(args.config), args)
     checks = [_with_section("attention", c) for c in _mask_checks(report, list(args.expect_fast))]
     lengths, source = _load_lengths(args)
     checks.extend(_with_section("data", c) for c in _data_checks(lengths, source, args))
@@ -290,11 +297,15 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
             "checks": [_json.unstructure(c) for c in checks],
             "masks": report.to_dict(),
         }
+        if compared:
+            document["implementations"] = {
+                name: implementation_row(other) for name, other in compared
+            }
         print(json.dumps(document, indent=2, allow_nan=False))
     else:
         print(
-            f"probewise preflight: {args.config} ({report.architecture}), "
-            f"{report.scenario.describe()}, {report.dtype.value}, "
+            f"probewise preflight: {args.config} ({report.architecture}, "
+            f"{report.attn_implementation}), {report.scenario.describe()}, {report.dtype.value}, "
             f"sm{report.capability[0]}{report.capability[1]}; lengths: {source}"
         )
         print(f"forward: {forward_description(report)}")
@@ -304,6 +315,9 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
         if args.table:
             print()
             print_mask_table(report)
+        if compared:
+            print()
+            print_implementation_table(compared)
         print()
         print("FAILED" if failed else "passed (warnings are worth a look, not errors)")
     return 1 if failed else 0

@@ -41,6 +41,11 @@ class BandKind(enum.Enum):
     BLOCK_DIAGONAL = "block_diagonal"
     """Causal within documents (:attr:`Band.segments`) and nothing across them; with a
     :attr:`Band.window` when a sliding window also applies inside the documents."""
+    CHUNKED = "chunked"
+    """Causal within fixed chunks of :attr:`Band.chunk_size` keys (Llama 4's chunked
+    layers, ``attention_chunk_size``) and nothing across them; inside documents
+    (:attr:`Band.segments`) when packed documents are also kept apart, and with a
+    :attr:`Band.window` when a sliding window also applies inside the chunks."""
     FULL = "full"
     """Every query attends every key (bidirectional)."""
     OTHER = "other"
@@ -48,8 +53,8 @@ class BandKind(enum.Enum):
 
 
 def _segments_ok(instance: Band, _attribute: object, value: tuple[tuple[int, ...], ...]) -> None:
-    if value and instance.kind is not BandKind.BLOCK_DIAGONAL:
-        raise InvalidInputError("segments are given only for a block-diagonal band")
+    if value and instance.kind not in (BandKind.BLOCK_DIAGONAL, BandKind.CHUNKED):
+        raise InvalidInputError("segments are given only for a block-diagonal or chunked band")
     for row in value:
         if not row or any(length < 1 for length in row):
             raise InvalidInputError(f"every segment length must be >= 1, got {row}")
@@ -59,10 +64,18 @@ def _window_ok(instance: Band, _attribute: object, value: int | None) -> None:
     if value is not None and instance.kind not in (
         BandKind.SLIDING_WINDOW,
         BandKind.BLOCK_DIAGONAL,
+        BandKind.CHUNKED,
     ):
-        raise InvalidInputError("a window is given only for a sliding-window or block band")
+        raise InvalidInputError(
+            "a window is given only for a sliding-window, block-diagonal or chunked band"
+        )
     if instance.kind is BandKind.SLIDING_WINDOW and value is None:
         raise InvalidInputError("a sliding-window band needs its window")
+
+
+def _chunk_ok(instance: Band, _attribute: object, value: int | None) -> None:
+    if (value is not None) is not (instance.kind is BandKind.CHUNKED):
+        raise InvalidInputError("a chunk size is given for a chunked band, and only for one")
 
 
 def _counts_ok(
@@ -82,7 +95,11 @@ class Band:
     window: int | None = attrs.field(default=None, validator=[optional_positive, _window_ok])
     """The sliding window in keys (the query's own included), when one applies."""
     segments: tuple[tuple[int, ...], ...] = attrs.field(default=(), validator=_segments_ok)
-    """For a block-diagonal band: the document lengths of each batch row, in order."""
+    """For a block-diagonal band: the document lengths of each batch row, in order. For
+    a chunked band: the documents the chunks sit in, when packed documents are kept
+    apart (empty when the chunks run over the whole row)."""
+    chunk_size: int | None = attrs.field(default=None, validator=[optional_positive, _chunk_ok])
+    """For a chunked band: the chunk in keys (the layer's ``attention_chunk_size``)."""
     padding_columns: tuple[int, ...] = attrs.field(default=(), validator=_counts_ok)
     """Per batch row: keys that no query attends (padding)."""
     masked_rows: tuple[int, ...] = attrs.field(default=(), validator=_counts_ok)
@@ -108,6 +125,14 @@ class Band:
                 counts = sorted({len(row) for row in self.segments})
                 per_row = "/".join(str(c) for c in counts)
                 text = f"block-diagonal, {per_row} documents per row"
+                if self.window is not None:
+                    text += f", sliding window {self.window} inside"
+            case BandKind.CHUNKED:
+                text = f"chunked, chunks of {self.chunk_size}"
+                if self.segments:
+                    counts = sorted({len(row) for row in self.segments})
+                    per_row = "/".join(str(c) for c in counts)
+                    text += f" inside {per_row} documents per row"
                 if self.window is not None:
                     text += f", sliding window {self.window} inside"
             case BandKind.FULL:
@@ -224,10 +249,23 @@ def _interval_summary(mask: RowIntervals) -> _Summary:
     return _Summary(count=count, first=first, last=last, column_any=column_any, keys=keys)
 
 
-def analyse_band(allowed: BoolArray | RowIntervals) -> Band:
+def analyse_band(
+    allowed: BoolArray | RowIntervals,
+    *,
+    chunk_size: int | None = None,
+    documents: tuple[int, ...] = (),
+) -> Band:
     """Read the structure of ``allowed`` (shape ``(batch, queries, keys)``), dense or as
     row intervals; both give the same band for the same mask (the reader sees only
-    the :class:`_Summary`, which both compute exactly)."""
+    the :class:`_Summary`, which both compute exactly).
+
+    ``chunk_size`` is the layer's ``attention_chunk_size`` when it is a chunked layer:
+    the mask is then also tried as causal chunks (:attr:`BandKind.CHUNKED`), inside
+    ``documents`` (the packed document lengths of every row) and over the whole row.
+    A chunk boundary and a document boundary look the same in a mask; told both, the
+    reader counts documents as documents and chunks as chunks, and claims neither
+    unless the mask matches it exactly.
+    """
     if isinstance(allowed, RowIntervals):
         summary = _interval_summary(allowed)
         batch, queries, keys = allowed.shape
@@ -238,16 +276,23 @@ def analyse_band(allowed: BoolArray | RowIntervals) -> Band:
             )
         batch, queries, keys = allowed.shape
         summary = _dense_summary(allowed)
-    return _read(summary, batch, queries, keys)
+    return _read(summary, (batch, queries, keys), chunk_size, documents)
 
 
-def _read(summary: _Summary, batch: int, queries: int, keys: int) -> Band:
+def _read(
+    summary: _Summary,
+    shape: tuple[int, int, int],
+    chunk_size: int | None,
+    documents: tuple[int, ...],
+) -> Band:
+    batch, queries, keys = shape
     total = batch * queries * keys
-    kind, window, segments = _structure(summary, batch, queries, keys)
+    kind, window, segments = _structure(summary, shape, chunk_size, documents)
     return Band(
         kind=kind,
         window=window,
         segments=segments,
+        chunk_size=chunk_size if kind is BandKind.CHUNKED else None,
         padding_columns=_as_tuple(keys - summary.column_any.sum(axis=-1)),
         masked_rows=_as_tuple((summary.count == 0).sum(axis=-1)),
         allowed_share=float(summary.count.sum()) / total if total else 1.0,
@@ -293,8 +338,14 @@ class _Candidates:
         )
 
 
-def _structure(summary: _Summary, batch: int, queries: int, keys: int) -> _Structure:
+def _structure(
+    summary: _Summary,
+    shape: tuple[int, int, int],
+    chunk_size: int | None,
+    documents: tuple[int, ...],
+) -> _Structure:
     """Which band structure the summarised mask has (the first that matches)."""
+    batch, queries, keys = shape
     count, first, last, column_any = (
         summary.count,
         summary.first,
@@ -323,6 +374,10 @@ def _structure(summary: _Summary, batch: int, queries: int, keys: int) -> _Struc
         return (BandKind.FULL, None, ())
     if not np.all(last[rows] <= q_index[rows]):
         return _OTHER  # some query sees a later key: not causal in any sense here
+    if chunk_size is not None:
+        chunked = _chunked(candidates, first, q_index, chunk_size, documents)
+        if chunked is not None:
+            return chunked
 
     # A sliding window: measured on rows whose first key is not next to padding.
     not_after_pad = rows & ((first == 0) | column_any[b_index, np.maximum(first - 1, 0)])
@@ -345,6 +400,35 @@ def _structure(summary: _Summary, batch: int, queries: int, keys: int) -> _Struc
             if matches(lo, q_index):
                 return (BandKind.BLOCK_DIAGONAL, inner_window, _segments(starts))
     return _OTHER
+
+
+def _chunked(
+    candidates: _Candidates,
+    first: IntArray,
+    q_index: IntArray,
+    chunk: int,
+    documents: tuple[int, ...],
+) -> _Structure | None:
+    """The mask as causal chunks of ``chunk`` keys, with a window inside them or not:
+    first inside the packed ``documents`` (a grid restarting at each document, as
+    transformers' position remap makes it), then over the whole row (a grid starting
+    at the row's first attended key, after any left padding). ``None``: neither."""
+    batch, queries = q_index.shape
+    tries: list[tuple[IntArray, tuple[tuple[int, ...], ...]]] = []
+    if len(documents) > 1 and sum(documents) == queries and max(documents) > chunk:
+        # (Documents no longer than a chunk are never split: block-diagonal reads them.)
+        bounds = np.cumsum(np.asarray((0, *documents[:-1]), dtype=np.int64))
+        start = np.repeat(bounds, documents)[None, :]
+        tries.append((start + (q_index - start) // chunk * chunk, (tuple(documents),) * batch))
+    offset = candidates.next_key[:, :1]  # the first attended key of each row
+    tries.append((np.maximum(offset + (q_index - offset) // chunk * chunk, 0), ()))
+    for lo, segments in tries:
+        if candidates.matches(lo, q_index):
+            return (BandKind.CHUNKED, None, segments)
+        window = _window_from(q_index, first, candidates.rows & (first > lo))
+        if window is not None and candidates.matches(np.maximum(lo, q_index - window + 1), q_index):
+            return (BandKind.CHUNKED, window, segments)
+    return None
 
 
 def _window_from(q_index: IntArray, first: IntArray, where: BoolArray) -> int | None:

@@ -14,6 +14,9 @@ key interval it allows, plus the keys padding leaves, in O(batch x length):
 - ``packed_sequence_mask_function(s)``: ``s[b, q] == s[b, kv]``; transformers' ``s`` is
   a running count of document starts, non-decreasing along the row (checked), so the
   keys sharing ``q``'s value are one interval, found by binary search;
+- ``chunked_overlay(c, lp)``: ``(kv - lp[b]) // c == (q - lp[b]) // c``, the chunk of
+  ``c`` keys that holds ``q``, on a grid that starts after row ``b``'s ``lp[b]`` left
+  padding tokens: ``[lo, lo + c - 1]`` with ``lo = lp[b] + (q - lp[b]) // c * c``;
 - ``padding_mask_function(p)``: ``p[b, kv]``, a per-batch-row set of kept keys;
 - ``and_masks(f, g, ...)``: the intersection of the intervals, the AND of the keeps;
 - ``remap_positions_for_packed_sequence(f, pos)``: ``f(pos[b, q], pos[b, kv])``, read
@@ -23,7 +26,7 @@ key interval it allows, plus the keys padding leaves, in O(batch x length):
   ``pos[kv] = pos[q] + (kv - q)`` and ``f``'s interval in positions shifts back to
   key indices by ``q - pos[q]``; the intersection with the document is exact.
 
-Anything else (``or_masks``, chunked or blockwise overlays, a caller's own mask
+Anything else (``or_masks``, blockwise overlays, a caller's own mask
 function, ``use_vmap``) is not read here: :func:`row_intervals` returns ``None`` and
 the recorder lets transformers build the dense mask as before. So the structured
 reading equals the dense one by construction, for every function it accepts, and
@@ -78,6 +81,7 @@ _AND = _code("and_masks", _CAUSAL)
 _SLIDING = _code("sliding_window_overlay", 1)
 _SLIDING_BIDIRECTIONAL = _code("sliding_window_bidirectional_overlay", 1)
 _PADDING = _code("padding_mask_function", _ONE)
+_CHUNKED = _code("chunked_overlay", 1, torch.zeros((1,), dtype=torch.long))
 _PACKED = _code("packed_sequence_mask_function", _ONE)
 _REMAP = _code("remap_positions_for_packed_sequence", _CAUSAL, _ONE)
 
@@ -170,6 +174,8 @@ def _evaluate(function: object, q: IntArray, ctx: _Context) -> _Rows:
         keep = kept.reshape(kept.shape[0], -1).detach().cpu().numpy().astype(bool)
         keep = np.broadcast_to(keep, (ctx.batch, ctx.kv.shape[0]))
         return _Rows(lo=np.full(q.shape, -_BIG), hi=np.full(q.shape, _BIG), keep=keep)
+    if code is _CHUNKED:
+        return _evaluate_chunked(function, q, ctx)
     if code is _PACKED:
         ids = _packed_ids(function, ctx)
         if q.shape[0] != ctx.batch:
@@ -179,6 +185,25 @@ def _evaluate(function: object, q: IntArray, ctx: _Context) -> _Rows:
     if code is _AND:
         return _evaluate_and(function, q, ctx)
     raise _Unknown
+
+
+def _evaluate_chunked(function: FunctionType, q: IntArray, ctx: _Context) -> _Rows:
+    """``chunked_overlay``: the chunk holding each query, on row ``b``'s grid."""
+    fields = _closure(function)
+    chunk = _window(fields.get("chunk_size"))
+    left = _tensor(fields.get("left_padding")).detach().cpu().numpy()
+    if chunk < 1 or left.ndim != 1 or not np.issubdtype(left.dtype, np.integer):
+        raise _Unknown
+    left = left.astype(np.int64)
+    if left.shape[0] == 1 and ctx.batch > 1:
+        left = np.broadcast_to(left, (ctx.batch,))
+    if left.shape[0] != ctx.batch:
+        raise _Unknown
+    if q.shape[0] != ctx.batch:
+        q = np.broadcast_to(q, (ctx.batch, q.shape[1]))
+    offset = left[:, None]
+    lo = offset + (q - offset) // chunk * chunk
+    return _Rows(lo=lo, hi=lo + chunk - 1, keep=None)
 
 
 def _evaluate_and(function: FunctionType, q: IntArray, ctx: _Context) -> _Rows:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import sys
 import threading
 from collections.abc import Callable, Generator, Mapping
@@ -55,11 +54,22 @@ from probewise.throughput.attention._config import (
     shrunk_config,
     text_config_of,
 )
+from probewise.throughput.attention._implementations import (
+    check_supported,
+    resolve_implementation,
+)
+from probewise.throughput.attention._paths import FlashCall
+from probewise.throughput.attention._scenario import AttentionKind, attention_kind
+from probewise.throughput.attention._stand_ins import (
+    StandIn,
+    stand_in_for,
+    structured_masks,
+    structured_sdpa_mask,
+)
 
-__all__ = ["RawCall", "RecordedRun", "record_sdpa_calls"]
+__all__ = ["RawCall", "RecordedRun", "StandIn", "record_sdpa_calls", "stand_in_for"]
 
 _SDPA_LOCK = threading.Lock()
-_MASK_LOCK = threading.Lock()
 PROGRESS_DELAY_S = 2.0
 """Seconds of work before the progress bar appears (when asked for)."""
 
@@ -72,6 +82,8 @@ class RawCall:
     layer_index: int
     layer_type: str
     sliding_window: int | None
+    chunk_size: int | None
+    """The layer's ``attention_chunk_size`` when it is a ``"chunked_attention"`` layer."""
     kv_groups: int
     query_shape: tuple[int, int, int, int]
     key_shape: tuple[int, int, int, int]
@@ -83,6 +95,12 @@ class RawCall:
     is_causal: bool
     dropout: float
     enable_gqa: bool
+    softcap: float | None = None
+    """The logit soft-capping the layer passed to its attention function, if any."""
+    sinks: bool = False
+    """The layer has attention sinks (``s_aux``)."""
+    flash: FlashCall | None = None
+    """For a flash implementation: the kernel call transformers' flash helpers made."""
 
 
 @final
@@ -101,6 +119,8 @@ class RecordedRun:
     """Mask ids whose heads carry different masks (read from head 0)."""
     kv_cache: bool
     """Whether the forward returned a KV cache (``use_cache`` was in effect)."""
+    attn_implementation: str = "sdpa"
+    """The attention implementation that ran (resolved from the config's when not given)."""
 
 
 def _decoder_layers(model: torch.nn.Module, num_layers: int) -> torch.nn.ModuleList:
@@ -138,6 +158,14 @@ def _layer_pre_hook(
     return tuple(_to_meta(a) for a in args), moved
 
 
+def _layer_pre_hook_keeping_positions(
+    _module: torch.nn.Module, args: tuple[object, ...], kwargs: dict[str, object]
+) -> tuple[tuple[object, ...], dict[str, object]]:
+    kept = ("attention_mask", "position_ids")
+    moved = {k: (v if k in kept else _to_meta(v)) for k, v in kwargs.items()}
+    return tuple(_to_meta(a) for a in args), moved
+
+
 def _layer_post_hook(_module: torch.nn.Module, _args: tuple[object, ...], output: object) -> object:
     return _from_meta(output)
 
@@ -161,136 +189,6 @@ def _recording_sdpa(
 
 class _StandInEscaped(Exception):
     """A mask reached SDPA that is not one of the stand-ins the probe handed out."""
-
-
-@final
-@attrs.frozen(kw_only=True, eq=False)
-class _StandIn:
-    """What the probe handed the forward in place of a mask: a one-element tensor
-    expanded to the mask's shape, and the mask it stands for."""
-
-    tensor: torch.Tensor
-    intervals: RowIntervals
-    nbytes: int
-    """Bytes of the tensor transformers would have built."""
-
-
-def _stand_in_for(tensor: torch.Tensor, stand_ins: Mapping[int, _StandIn]) -> _StandIn | None:
-    stand_in = stand_ins.get(tensor.untyped_storage().data_ptr())
-    if stand_in is None or not (
-        stand_in.tensor.shape == tensor.shape
-        and stand_in.tensor.stride() == tensor.stride()
-        and stand_in.tensor.dtype == tensor.dtype
-    ):
-        return None
-    return stand_in
-
-
-MaskIndices = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
-
-
-def _structured_sdpa_mask(
-    original: Callable[..., object], stand_ins: dict[int, _StandIn]
-) -> Callable[..., object]:
-    """``sdpa_mask`` that hands back a stand-in instead of the dense mask where the mask
-    function is one :mod:`._mask_function` models.
-
-    transformers' own ``sdpa_mask`` still runs, with the mask function swapped for a
-    constant that records the index tensors it is given: so the skip decisions
-    (``is_causal`` instead of a mask), the padding it adds and the indices (offsets
-    included) are its own. The constant is one element, so what it returns is the
-    padding alone, expanded: ``keep[b, k]`` is its ``[b, 0, 0, k]``.
-    """
-    from probewise.throughput.attention import _mask_function
-
-    signature = inspect.signature(original)
-    owner = threading.get_ident()
-
-    def build(*args: object, **kwargs: object) -> object:
-        if threading.get_ident() != owner:
-            return original(*args, **kwargs)  # another thread's model: not the probe's
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError:
-            return original(*args, **kwargs)
-        bound.apply_defaults()
-        function = bound.arguments.get("mask_function")
-        if bound.arguments.get("use_vmap") or not callable(function):
-            return original(*args, **kwargs)
-        seen: list[MaskIndices] = []
-
-        def constant(
-            batch_idx: torch.Tensor,
-            head_idx: torch.Tensor,
-            q_idx: torch.Tensor,
-            kv_idx: torch.Tensor,
-        ) -> torch.Tensor:
-            seen.append((batch_idx, head_idx, q_idx, kv_idx))
-            return q_idx.new_ones((1, 1, 1, 1), dtype=torch.bool)
-
-        bound.arguments["mask_function"] = constant
-        shaped = original(*bound.args, **bound.kwargs)
-        if shaped is None:
-            return None  # transformers skips the mask: SDPA gets is_causal
-        mask_function: _mask_function.MaskFunction = function
-        if (
-            len(seen) != 1
-            or not isinstance(shaped, torch.Tensor)
-            or shaped.ndim != 4
-            or shaped.dtype != torch.bool
-        ):
-            return original(*args, **kwargs)
-        keep = np.ascontiguousarray(shaped[:, 0, 0, :].numpy())
-        intervals = _mask_function.row_intervals(mask_function, seen[0], keep)
-        built = _mask_function.would_build_shape(mask_function, seen[0])
-        if (
-            intervals is None
-            or built is None
-            or intervals.shape
-            != (
-                shaped.shape[0],
-                shaped.shape[2],
-                shaped.shape[3],
-            )
-        ):
-            return original(*args, **kwargs)
-        padding = [
-            size if stride != 0 else 1
-            for size, stride in zip(shaped.shape, shaped.stride(), strict=True)
-        ]
-        shape = np.broadcast_shapes(built, tuple(padding))
-        tensor = torch.ones((1, 1, 1, 1), dtype=torch.bool).expand(shaped.shape)
-        stand_ins[tensor.untyped_storage().data_ptr()] = _StandIn(
-            tensor=tensor, intervals=intervals, nbytes=int(np.prod(shape, dtype=np.int64))
-        )
-        return tensor
-
-    return build
-
-
-@contextlib.contextmanager
-def _structured_masks(stand_ins: dict[int, _StandIn], *, enabled: bool) -> Generator[None]:
-    """Swap :func:`_structured_sdpa_mask` in as transformers' SDPA mask builder."""
-    if not enabled:
-        yield
-        return
-    from transformers import masking_utils
-
-    # The class-wide mapping every model reads (``register`` writes to it; a fresh
-    # instance, with no local overrides, reads from it).
-    interface = masking_utils.AttentionMaskInterface
-    register = cast(
-        "Callable[[str, Callable[..., object]], None]",
-        interface.register,  # pyright: ignore[reportUnknownMemberType]
-    )
-    fresh = cast("Callable[[], Mapping[str, Callable[..., object]]]", interface)
-    with _MASK_LOCK:
-        original = fresh()["sdpa"]
-        register("sdpa", _structured_sdpa_mask(original, stand_ins))
-        try:
-            yield
-        finally:
-            register("sdpa", original)
 
 
 def _attention_modules(layer: torch.nn.Module) -> list[torch.nn.Module]:
@@ -324,8 +222,11 @@ def record_sdpa_calls(
     gradient_checkpointing: bool = False,
     progress: bool = False,
     dense_masks: bool = False,
+    attn_implementation: str | None = None,
 ) -> RecordedRun:
-    """Build the shrunk model for ``config`` and run one forward, recording SDPA calls.
+    """Build the shrunk model for ``config`` and run one forward, recording SDPA calls
+    (or, under another ``attn_implementation``, its attention calls: see
+    :mod:`probewise.throughput.attention._implementations`).
 
     The forward is the one a caller runs: ``model.train(training)`` with gradients on
     in training, ``use_cache`` passed as given (``None``: not passed, so the config's
@@ -354,12 +255,8 @@ def record_sdpa_calls(
         raise UnsupportedModelError(
             f"transformers {transformers.__version__} has no base model for {type(text).__name__}"
         )
-    if not getattr(model_class, "_supports_sdpa", False):
-        raise UnsupportedModelError(
-            f"{model_class.__name__} does not support attn_implementation='sdpa' in transformers "
-            f"{transformers.__version__} (model_type {text.model_type!r}){_sdpa_refusal(text)}; "
-            "the probe records SDPA calls, so it cannot say anything about this model's attention"
-        )
+    implementation = resolve_implementation(text, model_class, attn_implementation)
+    check_supported(text, model_class, implementation)
     heads = int(getattr(text, "num_attention_heads", 1) or 1)
     stated = head_dims(text.to_dict(), int(getattr(text, "hidden_size", heads) or heads), heads)
     inputs = (input_ids, attention_mask, position_ids)
@@ -369,6 +266,7 @@ def record_sdpa_calls(
         gradient_checkpointing=gradient_checkpointing,
         progress=progress,
         dense_masks=dense_masks,
+        implementation=implementation,
     )
     with quiet_transformers():
         try:
@@ -380,26 +278,15 @@ def record_sdpa_calls(
         if run is None or not {c.query_shape[3] for c in run.calls} <= stated:
             run = _run_once(shrunk_config(text, narrow=False), text, dtype, inputs, forward)
     if not run.calls:
+        sdpa = implementation == "sdpa"
+        called = "scaled_dot_product_attention" if sdpa else f"{implementation} attention"
+        route = "SDPA" if sdpa else implementation
         raise UnsupportedModelError(
-            f"{run.architecture} made no scaled_dot_product_attention call "
-            f"(transformers {transformers.__version__}): its attention does not go through "
-            "SDPA (e.g. linear-attention layers only), so there is nothing to probe"
+            f"{run.architecture} made no {called} call (transformers "
+            f"{transformers.__version__}): its attention does not go through {route} "
+            "(e.g. linear-attention layers only), so there is nothing to probe"
         )
     return run
-
-
-def _sdpa_refusal(text: PretrainedConfig) -> str:
-    """transformers' own reason for refusing SDPA, read by asking it to build the
-    (shrunk, meta-device) model: ``": transformers says ..."``, or empty."""
-    try:
-        shrunk = shrunk_config(text, narrow=True)
-        with quiet_transformers(), torch.device("meta"):
-            transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
-                shrunk, attn_implementation="sdpa"
-            )
-    except Exception as error:  # any refusal: only its text is wanted
-        return f": transformers says {str(error).split('. ')[0]!r}"
-    return ""
 
 
 _Inputs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64] | None]
@@ -415,6 +302,12 @@ class _Forward:
     gradient_checkpointing: bool
     progress: bool
     dense_masks: bool
+    implementation: str = "sdpa"
+
+    @property
+    def kind(self) -> AttentionKind:
+        """The implementation's family."""
+        return attention_kind(self.implementation)
 
 
 class _Refused(UnsupportedModelError):
@@ -481,20 +374,28 @@ def _run_once(
 
 
 def _build_model(
-    shrunk: PretrainedConfig, text: PretrainedConfig, torch_dtype: torch.dtype
+    shrunk: PretrainedConfig, text: PretrainedConfig, torch_dtype: torch.dtype, implementation: str
 ) -> tuple[torch.nn.Module, torch.nn.ModuleList]:
     """The model on the meta device and its decoder layers; everything but the layers
     is moved to the CPU and initialised (the embeddings, rotary tables and norms run
-    for real)."""
+    for real). A flash implementation cannot load without its kernels: the model is
+    built eager and then switched to it (``config._attn_implementation``), so that
+    transformers routes the forward as it would with the kernels installed."""
     num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
+    flash = attention_kind(implementation) is AttentionKind.FLASH
     try:
         with torch.device("meta"):
             model = cast(
                 "torch.nn.Module",
                 transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
-                    copy.deepcopy(shrunk), attn_implementation="sdpa", dtype=torch_dtype
+                    copy.deepcopy(shrunk),
+                    attn_implementation="eager" if flash else implementation,
+                    dtype=torch_dtype,
                 ),
             )
+        if flash:
+            config = cast("PretrainedConfig", getattr(model, "config"))  # noqa: B009
+            config._attn_implementation = implementation  # pyright: ignore[reportPrivateUsage]
     except Exception as error:  # whatever the config made transformers raise
         raise build_error(error, text) from None
     layers = _decoder_layers(model, num_layers)
@@ -514,11 +415,17 @@ def _build_model(
 
 
 def _hook_layers(
-    layers: torch.nn.ModuleList, current: list[torch.nn.Module], bar: ProgressBar
+    layers: torch.nn.ModuleList,
+    current: list[torch.nn.Module],
+    bar: ProgressBar,
+    *,
+    keep_positions: bool = False,
 ) -> list[torch.utils.hooks.RemovableHandle]:
     """Hooks that run each layer on the meta device, advance ``bar`` once per layer,
-    and keep the attention module that is running last in ``current``."""
+    and keep the attention module that is running last in ``current``;
+    ``keep_positions`` leaves ``position_ids`` real too (the flash path reads them)."""
     handles: list[torch.utils.hooks.RemovableHandle] = []
+    pre_hook = _layer_pre_hook_keeping_positions if keep_positions else _layer_pre_hook
 
     def advance(_module: torch.nn.Module, _args: tuple[object, ...], _out: object) -> None:
         bar.update()
@@ -531,7 +438,7 @@ def _hook_layers(
             current.pop()
 
     for layer in layers:
-        handles.append(layer.register_forward_pre_hook(_layer_pre_hook, with_kwargs=True))
+        handles.append(layer.register_forward_pre_hook(pre_hook, with_kwargs=True))
         handles.append(layer.register_forward_hook(_layer_post_hook))
         handles.append(layer.register_forward_hook(advance))
         for attention in _attention_modules(layer):
@@ -545,8 +452,13 @@ class _Recorder:
     call an attention module of this thread makes (and each distinct mask it passes)
     and returns an empty output; any other call goes to the real SDPA."""
 
-    def __init__(self, shrunk: PretrainedConfig, current: list[torch.nn.Module]) -> None:
+    def __init__(
+        self, shrunk: PretrainedConfig, current: list[torch.nn.Module], implementation: str
+    ) -> None:
         self.current = current
+        self.implementation = implementation
+        self.flash_calls: list[dict[str, object]] = []
+        """What the stand-in flash kernels were called with (:mod:`._flash`)."""
         self.calls: list[RawCall] = []
         self.kept: dict[int, torch.Tensor] = {}
         """``mask_id`` -> the mask tensor SDPA got."""
@@ -556,6 +468,8 @@ class _Recorder:
         self.mask_ids: dict[tuple[object, ...], int] = {}
         self.layer_types: list[object] = list(getattr(shrunk, "layer_types", None) or [])
         self.model_window: object = getattr(shrunk, "sliding_window", None)
+        chunk: object = getattr(shrunk, "attention_chunk_size", None)
+        self.chunk_size = chunk if isinstance(chunk, int) and not isinstance(chunk, bool) else None
 
     def record(  # noqa: PLR0917  (torch's own signature)
         self,
@@ -580,22 +494,11 @@ class _Recorder:
                 scale=scale,
                 enable_gqa=enable_gqa,
             )
-        module = self.current[-1]
-        layer_type, window = self.layer_type(module)
-        mask_id = None if attn_mask is None else self.mask_id(attn_mask)
         self.calls.append(
-            RawCall(
-                layer_index=int(getattr(module, "layer_idx", -1)),
-                layer_type=layer_type,
-                sliding_window=window,
-                kv_groups=int(getattr(module, "num_key_value_groups", 1) or 1),
-                query_shape=_shape4(query),
-                key_shape=_shape4(key),
-                value_shape=_shape4(value),
-                dtype=str(query.dtype).removeprefix("torch."),
-                mask_id=mask_id,
-                mask_dtype_bool=attn_mask is not None and attn_mask.dtype == torch.bool,
-                mask_shape=None if attn_mask is None else tuple(int(s) for s in attn_mask.shape),
+            self.raw_call(
+                self.current[-1],
+                (query, key, value),
+                attn_mask,
                 is_causal=bool(is_causal),
                 dropout=float(dropout_p),
                 enable_gqa=bool(enable_gqa),
@@ -603,6 +506,76 @@ class _Recorder:
         )
         out_shape = (*query.shape[:-1], value.shape[-1])
         return torch.empty(out_shape, dtype=query.dtype, device=query.device)
+
+    def attend(  # noqa: PLR0917  (transformers' attention-function signature)
+        self,
+        module: torch.nn.Module,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: object,
+        dropout: float = 0.0,
+        scaling: float | None = None,
+        **kwargs: object,
+    ) -> tuple[torch.Tensor, None]:
+        """The attention function, for an implementation other than SDPA: keeps the
+        call (the mask it got, the flash kernel call) and returns an empty output."""
+        del scaling
+        kind = attention_kind(self.implementation)
+        mask = attention_mask if isinstance(attention_mask, torch.Tensor) else None
+        flash = None
+        if kind is AttentionKind.FLASH:
+            from probewise.throughput.attention._flash import flash_call
+
+            flash = flash_call(module, query, mask, kwargs, self.flash_calls)
+            mask = None  # the 2-D padding mask: the kernel call says what it did
+        elif mask is not None and mask.ndim != 4:
+            raise UnsupportedModelError(f"a {mask.ndim}-D attention mask reached {kind.value}")
+        softcap = kwargs.get("softcap")
+        self.calls.append(
+            self.raw_call(
+                module,
+                (query, key, value),
+                mask,
+                is_causal=flash.causal if flash is not None else False,
+                dropout=float(dropout),
+                enable_gqa=kind is not AttentionKind.EAGER,
+                softcap=float(softcap) if isinstance(softcap, int | float) and softcap else None,
+                sinks=kwargs.get("s_aux") is not None,
+                flash=flash,
+            )
+        )
+        batch, heads, length, _ = query.shape
+        out = torch.empty(
+            (batch, length, heads, value.shape[-1]), dtype=query.dtype, device=query.device
+        )
+        return out, None
+
+    def raw_call(
+        self,
+        module: torch.nn.Module,
+        qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        mask: torch.Tensor | None,
+        **flags: object,
+    ) -> RawCall:
+        """One call of ``module`` as a :class:`RawCall` (``flags``: the call's own)."""
+        query, key, value = qkv
+        layer_type, window = self.layer_type(module)
+        return RawCall(
+            layer_index=int(getattr(module, "layer_idx", -1)),
+            layer_type=layer_type,
+            sliding_window=window,
+            chunk_size=self.chunk_size if layer_type == "chunked_attention" else None,
+            kv_groups=int(getattr(module, "num_key_value_groups", 1) or 1),
+            query_shape=_shape4(query),
+            key_shape=_shape4(key),
+            value_shape=_shape4(value),
+            dtype=str(query.dtype).removeprefix("torch."),
+            mask_id=None if mask is None else self.mask_id(mask),
+            mask_dtype_bool=mask is not None and mask.dtype == torch.bool,
+            mask_shape=None if mask is None else tuple(int(s) for s in mask.shape),
+            **flags,  # type: ignore[arg-type]
+        )
 
     def layer_type(self, module: torch.nn.Module) -> tuple[str, int | None]:
         """The attention module's layer type and sliding window (``None``: none)."""
@@ -634,6 +607,39 @@ class _Recorder:
         return mask_id
 
 
+@contextlib.contextmanager
+def _recording(
+    recorder: _Recorder, implementation: str, stand_ins: dict[int, StandIn], *, structured: bool
+) -> Generator[None]:
+    """What stands in while the forward runs: for SDPA, the recorder as torch's SDPA and
+    stand-in masks; for the others, the recorder as the attention function and the
+    implementation's mask builder (:mod:`._implementations`), with stand-in flash
+    kernels for a flash one."""
+    if attention_kind(implementation) is AttentionKind.SDPA:
+        with (
+            _recording_sdpa(recorder.record, recorder.original),
+            structured_masks(stand_ins, enabled=structured),
+        ):
+            yield
+        return
+    from probewise.throughput.attention import _implementations
+    from probewise.throughput.attention._flash import stand_in_kernels
+
+    reader = (
+        structured_sdpa_mask(_implementations.masking("sdpa_mask"), stand_ins)
+        if structured
+        else None
+    )
+    with (
+        _implementations.attention_interface(implementation, recorder.attend),
+        _implementations.mask_builders(
+            implementation, structured=reader, stand_ins=stand_ins, stand_in_for=stand_in_for
+        ),
+        stand_in_kernels(implementation, recorder.flash_calls),
+    ):
+        yield
+
+
 def _forward(
     model: torch.nn.Module,
     inputs: _Inputs,
@@ -641,7 +647,7 @@ def _forward(
     handles: list[torch.utils.hooks.RemovableHandle],
     *,
     recorder: _Recorder,
-    stand_ins: dict[int, _StandIn],
+    stand_ins: dict[int, StandIn],
     structured: bool,
 ) -> object:
     """The caller's forward, with :meth:`_Recorder.record` as SDPA (and, when
@@ -661,8 +667,7 @@ def _forward(
         # (merge_with_config_defaults, GradientCheckpointingLayer) read is_grad_enabled().
         with (
             torch.set_grad_enabled(forward.training),
-            _recording_sdpa(recorder.record, recorder.original),
-            _structured_masks(stand_ins, enabled=structured),
+            _recording(recorder, forward.implementation, stand_ins, structured=structured),
         ):
             return cast(
                 "object",
@@ -681,7 +686,7 @@ def _forward(
 
 
 def _read_masks(
-    kept: Mapping[int, torch.Tensor], stand_ins: Mapping[int, _StandIn]
+    kept: Mapping[int, torch.Tensor], stand_ins: Mapping[int, StandIn]
 ) -> tuple[dict[int, npt.NDArray[np.bool_] | RowIntervals], dict[int, int], frozenset[int]]:
     """Each kept mask read (as the stand-in's row intervals, or dense), its bytes, and
     the ids of the masks whose heads differ."""
@@ -689,7 +694,7 @@ def _read_masks(
     sizes: dict[int, int] = {}
     differ: set[int] = set()
     for mask_id, tensor in kept.items():
-        stand_in = _stand_in_for(tensor, stand_ins)
+        stand_in = stand_in_for(tensor, stand_ins)
         if stand_in is not None:
             masks[mask_id] = stand_in.intervals
             sizes[mask_id] = stand_in.nbytes
@@ -714,11 +719,12 @@ def _build_and_run(
     bar: ProgressBar,
     structured: bool = True,
 ) -> RecordedRun:
-    model, layers = _build_model(shrunk, text, torch_dtype)
+    model, layers = _build_model(shrunk, text, torch_dtype, forward.implementation)
     current: list[torch.nn.Module] = []
-    handles = _hook_layers(layers, current, bar)
-    recorder = _Recorder(shrunk, current)
-    stand_ins: dict[int, _StandIn] = {}
+    flash = forward.kind is AttentionKind.FLASH
+    handles = _hook_layers(layers, current, bar, keep_positions=flash)
+    recorder = _Recorder(shrunk, current, forward.implementation)
+    stand_ins: dict[int, StandIn] = {}
     output = _forward(
         model,
         inputs,
@@ -737,6 +743,7 @@ def _build_and_run(
         mask_bytes=sizes,
         heads_differ=differ,
         kv_cache=_returned_cache(output),
+        attn_implementation=forward.implementation,
     )
 
 

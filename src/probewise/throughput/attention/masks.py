@@ -1,5 +1,8 @@
 """The mask probe: which attention layers keep SDPA's fast path, without weights or a GPU.
 
+(Under eager, flex_attention or FlashAttention it records those calls instead: see
+:mod:`probewise.throughput.attention._implementations`.)
+
 SDPA's backend choice and transformers' mask construction depend on shapes, dtype
 and whether a mask is present, not on weight values. So :func:`probe_masks` builds
 the real transformers model class for a config (``attn_implementation="sdpa"``),
@@ -29,12 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, assert_never, cast, final
 
 import attrs
-import numpy as np
-import numpy.typing as npt
 
 from probewise import _json
 from probewise._extras import Extra, requires
-from probewise._validation import non_negative, positive, true_or_false
+from probewise._validation import non_negative, positive
 from probewise.errors import (
     CrossDocumentAttentionError,
     FastPathLostError,
@@ -43,7 +44,22 @@ from probewise.errors import (
 )
 from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.attention._band import Band, BandKind, analyse_band, crosses_documents
-from probewise.throughput.attention._coerce import as_enum, as_int, as_ints, optional_bool
+from probewise.throughput.attention._kernel_paths import (
+    eager_path,
+    flash_path,
+    flex_path,
+    sdpa_path,
+)
+from probewise.throughput.attention._paths import FlexBlocks, KernelPath, flex_blocks
+from probewise.throughput.attention._scenario import (
+    IMPLEMENTATIONS,
+    AttentionKind,
+    MaskScenario,
+    Packing,
+    Padding,
+    attention_kind,
+    scenario_inputs,
+)
 from probewise.throughput.attention.sdpa import (
     FAST_BACKENDS,
     AttentionDtype,
@@ -62,9 +78,12 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "IMPLEMENTATIONS",
     "Band",
     "BandKind",
+    "FlexBlocks",
     "GqaHandling",
+    "KernelPath",
     "LayerAttention",
     "MaskReport",
     "MaskScenario",
@@ -73,166 +92,6 @@ __all__ = [
     "bundled_configs",
     "probe_masks",
 ]
-
-
-@enum.unique
-class Padding(enum.Enum):
-    """Where a padded batch row keeps its padding (:attr:`MaskScenario.padding`)."""
-
-    NONE = "none"
-    """No padding: every row is ``seq_len`` real tokens (an all-ones attention mask)."""
-    RIGHT = "right"
-    """Real tokens first, padding after (the usual training collator)."""
-    LEFT = "left"
-    """Padding first, real tokens after (the usual generation batch)."""
-
-
-@enum.unique
-class Packing(enum.Enum):
-    """How documents packed into one row are marked (:attr:`MaskScenario.packing`)."""
-
-    NONE = "none"
-    """One document per row."""
-    POSITION_IDS = "position_ids"
-    """Documents marked by ``position_ids`` that restart at 0, and no attention mask:
-    transformers detects the packing and builds a block-diagonal mask."""
-    ALL_ONES_MASK = "all_ones_mask"
-    """Restarting ``position_ids`` plus an all-ones attention mask (what many collators
-    send): transformers looks for packing only when the mask is ``None``."""
-
-
-def _default_lengths(scenario: MaskScenario) -> tuple[int, ...]:
-    if scenario.padding is Padding.NONE or scenario.batch < 1:  # the validators say why
-        return ()
-    step = scenario.seq_len // (2 * scenario.batch)
-    return tuple(max(1, scenario.seq_len - (b + 1) * step) for b in range(scenario.batch))
-
-
-def _default_documents(scenario: MaskScenario) -> tuple[int, ...]:
-    if scenario.packing is Packing.NONE or scenario.seq_len < 2:  # the validators say why
-        return ()
-    parts = min(4, scenario.seq_len)
-    size = scenario.seq_len // parts
-    return (size,) * (parts - 1) + (scenario.seq_len - size * (parts - 1),)
-
-
-# Named converters (mypy's attrs plugin reads only named functions); their parameter
-# types are the static contract, the bodies check at run time all the same.
-def _seq_len(value: int) -> int:
-    return as_int(value, "seq_len")
-
-
-def _batch(value: int) -> int:
-    return as_int(value, "batch")
-
-
-def _lengths(values: Iterable[int]) -> tuple[int, ...]:
-    return as_ints(values, "lengths")
-
-
-def _documents(values: Iterable[int]) -> tuple[int, ...]:
-    return as_ints(values, "documents")
-
-
-def _padding(value: Padding) -> Padding:
-    return as_enum(value, Padding, "padding")
-
-
-def _packing(value: Packing) -> Packing:
-    return as_enum(value, Packing, "packing")
-
-
-def _seq_len_ok(_instance: object, _attribute: object, value: int) -> None:
-    if value < 2:
-        raise InvalidInputError(
-            f"seq_len must be >= 2 (a prefill or training forward), got {value}"
-        )
-
-
-def _lengths_ok(instance: MaskScenario, _attribute: object, value: tuple[int, ...]) -> None:
-    if instance.padding is Padding.NONE:
-        if value:
-            raise InvalidInputError("lengths are given only with padding right or left")
-        return
-    if len(value) != instance.batch:
-        raise InvalidInputError(
-            f"lengths needs one length per batch row ({instance.batch}), got {len(value)}"
-        )
-    for length in value:
-        if not 1 <= length <= instance.seq_len:
-            raise InvalidInputError(
-                f"every length must be in [1, seq_len={instance.seq_len}], got {length}"
-            )
-
-
-def _documents_ok(instance: MaskScenario, _attribute: object, value: tuple[int, ...]) -> None:
-    if instance.packing is Packing.NONE:
-        if value:
-            raise InvalidInputError("documents are given only with packing")
-        return
-    if instance.padding is not Padding.NONE:
-        raise InvalidInputError("a scenario is padded or packed, not both")
-    if any(length < 1 for length in value) or sum(value) != instance.seq_len:
-        raise InvalidInputError(
-            f"documents must be lengths >= 1 that sum to seq_len={instance.seq_len}, got {value}"
-        )
-
-
-@_json.shaped(_json.Shape(after={"lengths": "padding"}))
-@final
-@attrs.frozen(kw_only=True)
-class MaskScenario:
-    """The batch the probe runs: its shape, padding and packing."""
-
-    seq_len: int = attrs.field(converter=_seq_len, validator=_seq_len_ok)
-    """Tokens per row (the padded or packed length), at least 2: a one-token query is
-    a decode step, which transformers routes differently (``pack_gqa``)."""
-    batch: int = attrs.field(default=1, converter=_batch, validator=positive)
-    """Rows in the batch."""
-    padding: Padding = attrs.field(default=Padding.NONE, converter=_padding)
-    """Where the padding goes, if any."""
-    packing: Packing = attrs.field(default=Packing.NONE, converter=_packing)
-    """How packed documents are marked, if any."""
-    lengths: tuple[int, ...] = attrs.field(
-        default=attrs.Factory(_default_lengths, takes_self=True),
-        converter=_lengths,
-        validator=_lengths_ok,
-    )
-    """With padding: the real tokens of each row. Default: row ``b`` keeps
-    ``seq_len - (b + 1) * (seq_len // (2 * batch))``, so every row is padded."""
-    documents: tuple[int, ...] = attrs.field(
-        default=attrs.Factory(_default_documents, takes_self=True),
-        converter=_documents,
-        validator=_documents_ok,
-    )
-    """With packing: the document lengths of every row, in order (they sum to
-    ``seq_len``). Default: four equal documents."""
-    training: bool = attrs.field(default=True, validator=true_or_false)
-    """A training forward: ``model.train()`` with gradients on (dropout as configured;
-    backward rules for the predictor). ``False``: ``model.eval()`` under ``no_grad``."""
-    use_cache: bool | None = attrs.field(default=None, validator=optional_bool)
-    """The ``use_cache`` passed to the forward. ``None`` passes nothing, so the
-    config's own ``use_cache`` applies, as in a plain ``model(**batch)`` (true by
-    default for Llama, Mistral, Qwen and Gemma). When it is in effect, transformers
-    builds a ``DynamicCache`` and then skips packed-sequence detection, so packed
-    documents attend to each other (see the attention-preflight how-to)."""
-    gradient_checkpointing: bool = attrs.field(default=False, validator=true_or_false)
-    """Activation (gradient) checkpointing enabled on the model. In a training forward
-    transformers then turns ``use_cache`` off (``merge_with_config_defaults``), so no
-    cache is built; in an inference forward it changes nothing."""
-
-    def describe(self) -> str:
-        """One line for people, e.g. ``"batch 2 x 8192 tokens, packed (position_ids)"``."""
-        text = f"batch {self.batch} x {self.seq_len} tokens"
-        if self.padding is not Padding.NONE:
-            text += f", {self.padding.value} padding"
-        if self.packing is not Packing.NONE:
-            text += f", packed ({self.packing.value}, {len(self.documents)} documents per row)"
-        if self.use_cache is not None:
-            text += f", use_cache={self.use_cache}"
-        if self.gradient_checkpointing:
-            text += ", gradient checkpointing"
-        return text
 
 
 @enum.unique
@@ -253,8 +112,10 @@ def _band_json(layer: LayerAttention) -> dict[str, object]:
     return {**_json.to_dict(layer.band), "description": layer.band.describe()}
 
 
-def _rulings_json(layer: LayerAttention) -> dict[SdpaBackend, tuple[str, ...]]:
-    """Each backend's reasons against the call (none: usable)."""
+def _rulings_json(layer: LayerAttention) -> dict[SdpaBackend, tuple[str, ...]] | None:
+    """Each backend's reasons against the call (none: usable); ``None`` off SDPA."""
+    if layer.prediction is None:
+        return None
     return {ruling.backend: ruling.reasons for ruling in layer.prediction.rulings}
 
 
@@ -280,6 +141,7 @@ def _rulings_json(layer: LayerAttention) -> dict[SdpaBackend, tuple[str, ...]]:
             "cross_document": "mask_redundant",
             "lost_reasons": "cross_document",
             "rulings": "lost_reasons",
+            "kernel": "rulings",
         },
         omit={"call", "prediction"},
         derived={
@@ -306,7 +168,8 @@ class LayerAttention:
     sliding_window: int | None
     """The layer's sliding window, when it has one."""
     call: SdpaCall
-    """The shapes and flags of the call."""
+    """The shapes and flags of the attention call as transformers made it (for eager,
+    the additive mask it always passes; for flex and flash, no dense mask)."""
     kv_heads: int = attrs.field(validator=positive)
     """Key/value heads of the layer before any repeat."""
     gqa: GqaHandling
@@ -319,8 +182,11 @@ class LayerAttention:
     cross_document: bool | None
     """For packed scenarios: whether a query attends a key of another document (a
     correctness bug). ``None`` when the scenario is not packed."""
-    prediction: BackendPrediction
-    """The CUDA backend SDPA would choose for this call, with the reasons for the others."""
+    prediction: BackendPrediction | None
+    """The CUDA backend SDPA would choose for this call, with the reasons for the
+    others; ``None`` under an implementation other than SDPA."""
+    kernel: KernelPath
+    """Which kernel path runs, under the report's implementation, and why."""
 
     @property
     def mask(self) -> MaskKind:
@@ -333,13 +199,17 @@ class LayerAttention:
         return self.call.is_causal
 
     @property
-    def backend(self) -> SdpaBackend:
-        """The predicted CUDA backend."""
-        return self.prediction.backend
+    def backend(self) -> SdpaBackend | None:
+        """The predicted CUDA backend of SDPA (``None`` under another implementation)."""
+        return None if self.prediction is None else self.prediction.backend
 
     @property
     def fast_path(self) -> bool:
-        """No mask tensor, and a flash or cuDNN kernel predicted."""
+        """Under SDPA: no mask tensor, and a flash or cuDNN kernel predicted. Under
+        another implementation: a fused kernel with no dense mask (flex and
+        FlashAttention always; eager never)."""
+        if self.prediction is None:
+            return self.kernel.fused
         return self.call.mask is MaskKind.NONE and self.prediction.fast
 
     @property
@@ -347,7 +217,8 @@ class LayerAttention:
         """A mask was materialised that says nothing ``is_causal`` could not (plain
         causal or full, no padding): the fast path was lost for nothing."""
         return (
-            self.call.mask is not MaskKind.NONE
+            self.prediction is not None
+            and self.call.mask is not MaskKind.NONE
             and self.band.kind in (BandKind.CAUSAL, BandKind.FULL)
             and not self.band.padded
         )
@@ -361,6 +232,12 @@ class LayerAttention:
         """Why the fast path was lost; empty when it was kept."""
         if self.fast_path:
             return ()
+        if self.prediction is None:
+            return (
+                f"{self.kernel.implementation} materialises a dense additive mask of "
+                f"{_mib(self.mask_bytes)} ({self.band.describe()}) and runs unfused "
+                "matmul + softmax",
+            )
         reasons: list[str] = []
         if self.call.mask is not MaskKind.NONE:
             text = (
@@ -374,9 +251,10 @@ class LayerAttention:
             reasons.append(
                 f"K/V repeated from {self.kv_heads} to {self.call.query_heads} heads (no native GQA)"
             )
+        prediction = self.prediction
         for backend in FAST_BACKENDS:
-            if backend is not self.prediction.backend:
-                reasons.extend(self.prediction.reasons_lost(backend))
+            if backend is not prediction.backend:
+                reasons.extend(prediction.reasons_lost(backend))
         return tuple(reasons)
 
 
@@ -395,8 +273,10 @@ def _layer_types_filter(layer_types: Iterable[str] | None) -> frozenset[str] | N
 
 
 def _rules_version(report: MaskReport) -> str | None:
-    """The predictor's rules version (every layer's is the same; None without layers)."""
-    return report.layers[0].prediction.rules_version if report.layers else None
+    """The predictor's rules version (every layer's is the same; None without layers
+    or off SDPA)."""
+    prediction = report.layers[0].prediction if report.layers else None
+    return None if prediction is None else prediction.rules_version
 
 
 @_json.shaped(
@@ -404,6 +284,7 @@ def _rules_version(report: MaskReport) -> str | None:
         after={
             "transformers_version": "architecture",
             "kv_cache": "scenario",
+            "attn_implementation": "kv_cache",
             "rules_version": "capability",
             "layers": "mask_bytes",
         },
@@ -435,6 +316,9 @@ class MaskReport:
     kv_cache: bool = False
     """Whether the forward built a KV cache (``use_cache`` was in effect). With a
     cache, transformers does not look for packed documents in ``position_ids``."""
+    attn_implementation: str = "sdpa"
+    """The attention implementation the forward ran (the scenario's, or the one the
+    config would load)."""
 
     def to_dict(self) -> dict[str, object]:
         """The report as JSON (what ``probewise masks --json`` writes)."""
@@ -519,8 +403,13 @@ class MaskReport:
         groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
         for layer in lost:
             groups.setdefault((layer.layer_type, layer.lost_reasons()), []).append(layer.index)
+        what = (
+            "SDPA's fast path"
+            if self.attn_implementation == "sdpa"
+            else f"a fused kernel ({self.attn_implementation})"
+        )
         lines = [
-            f"{_count(lost)} of {_count(self.layers)} layers lost SDPA's fast path "
+            f"{_count(lost)} of {_count(self.layers)} layers lost {what} "
             f"({self.model_type}, {self.scenario.describe()}, {self.dtype.value}, "
             f"sm{self.capability[0]}{self.capability[1]}):"
         ]
@@ -574,39 +463,6 @@ def _resolve_config(config: object) -> object:
     return config
 
 
-def _inputs(
-    scenario: MaskScenario,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray[np.int64] | None]:
-    shape = (scenario.batch, scenario.seq_len)
-    input_ids = np.zeros(shape, dtype=np.int64)
-    attention: npt.NDArray[np.int64] | None = np.ones(shape, dtype=np.int64)
-    positions: npt.NDArray[np.int64] | None = None
-    match scenario.padding:
-        case Padding.NONE:
-            pass
-        case Padding.RIGHT:
-            assert attention is not None
-            for row, length in enumerate(scenario.lengths):
-                attention[row, length:] = 0
-        case Padding.LEFT:
-            assert attention is not None
-            for row, length in enumerate(scenario.lengths):
-                attention[row, : scenario.seq_len - length] = 0
-        case _ as unreachable:  # pragma: no cover
-            assert_never(unreachable)
-    match scenario.packing:
-        case Packing.NONE:
-            pass
-        case Packing.POSITION_IDS | Packing.ALL_ONES_MASK:
-            one_row = np.concatenate([np.arange(n, dtype=np.int64) for n in scenario.documents])
-            positions = np.tile(one_row, (scenario.batch, 1))
-            if scenario.packing is Packing.POSITION_IDS:
-                attention = None
-        case _ as unknown:  # pragma: no cover
-            assert_never(unknown)
-    return input_ids, attention, positions
-
-
 def _call(**fields: object) -> SdpaCall:
     """An :class:`SdpaCall` from recorded fields; a call the predictor cannot model
     (e.g. keys and values with different head counts) is the model's limit, not a
@@ -642,11 +498,16 @@ def probe_masks(
         progress: show a progress bar over the layers on stderr once the probe has run
             for about 2 s (a config with thousands of layers takes minutes).
 
+    Under an attention implementation other than SDPA
+    (:attr:`MaskScenario.attn_implementation`, or the one the config would load) the
+    attention calls are recorded instead, and each layer's :attr:`LayerAttention.kernel`
+    says which kernel path runs: see the attention-preflight how-to.
+
     Raises:
-        UnsupportedModelError: the config does not build a transformers model that
-            uses SDPA (e.g. Gemma2), transformers refuses the scenario's forward (e.g.
-            gradient checkpointing on a model without it), or the model could not run
-            on the probe.
+        UnsupportedModelError: the model does not support the scenario's attention
+            implementation (e.g. SDPA for Gemma 2; transformers' own reason is quoted),
+            transformers refuses the scenario's forward (e.g. gradient checkpointing on
+            a model without it), or the model could not run on the probe.
         InvalidInputError: a bad config path, dtype or capability.
     """
     return _probe(config, scenario, dtype=dtype, capability=capability, progress=progress)
@@ -676,7 +537,7 @@ def _probe(
     loaded = load_config(
         cast("PretrainedConfig | str | Path | Mapping[str, object]", _resolve_config(config))
     )
-    input_ids, attention, positions = _inputs(scenario)
+    input_ids, attention, positions = scenario_inputs(scenario)
     run = _recorder.record_sdpa_calls(
         loaded,
         dtype=attention_dtype.value,
@@ -688,9 +549,11 @@ def _probe(
         gradient_checkpointing=scenario.gradient_checkpointing,
         progress=progress,
         dense_masks=dense_masks,
+        attn_implementation=scenario.attn_implementation,
     )
     masks = _MaskReader(run, scenario)
     layers = [_layer(raw, masks, scenario, capability) for raw in run.calls]
+    distinct = {raw.mask_id: layer.mask_bytes for raw, layer in zip(run.calls, layers, strict=True)}
     import transformers
 
     return MaskReport(
@@ -700,9 +563,10 @@ def _probe(
         dtype=attention_dtype,
         capability=capability,
         layers=tuple(layers),
-        mask_bytes=sum(run.mask_bytes.values()),
+        mask_bytes=sum(n for mask_id, n in distinct.items() if mask_id is not None),
         transformers_version=str(transformers.__version__),
         kv_cache=run.kv_cache,
+        attn_implementation=run.attn_implementation,
     )
 
 
@@ -725,8 +589,17 @@ class _MaskReader:
         self.run = run
         self.scenario = scenario
         self.packed = scenario.packing is not Packing.NONE
-        self.bands: dict[int, Band] = {}
+        self.bands: dict[tuple[int, int | None], Band] = {}
+        self.flex: dict[int, FlexBlocks] = {}
         self.crossing: dict[int, bool] = {}
+
+    def blocks(self, mask_id: int | None) -> FlexBlocks | None:
+        """The flex ``BlockMask`` counts of a mask, once per distinct mask."""
+        if mask_id is None:
+            return None
+        if mask_id not in self.flex:
+            self.flex[mask_id] = flex_blocks(self.run.masks[mask_id])
+        return self.flex[mask_id]
 
     def read(self, raw: RawCall) -> _MaskRead:
         """The mask ``raw`` passed to SDPA (or its absence), read."""
@@ -740,8 +613,11 @@ class _MaskReader:
                 cross_document=cross,
             )
         mask_id = raw.mask_id
-        if mask_id not in self.bands:
-            band = analyse_band(run.masks[mask_id])
+        key = (mask_id, raw.chunk_size)
+        if key not in self.bands:
+            band = analyse_band(
+                run.masks[mask_id], chunk_size=raw.chunk_size, documents=scenario.documents
+            )
             if mask_id in run.heads_differ:
                 band = Band(
                     kind=BandKind.OTHER,
@@ -749,11 +625,11 @@ class _MaskReader:
                     masked_rows=band.masked_rows,
                     allowed_share=band.allowed_share,
                 )
-            self.bands[mask_id] = band
-            if packed:
+            self.bands[key] = band
+            if packed and mask_id not in self.crossing:
                 self.crossing[mask_id] = crosses_documents(run.masks[mask_id], scenario.documents)
         return _MaskRead(
-            band=self.bands[mask_id],
+            band=self.bands[key],
             kind=MaskKind.BOOLEAN if raw.mask_dtype_bool else MaskKind.ADDITIVE,
             mask_bytes=run.mask_bytes[mask_id],
             cross_document=self.crossing[mask_id] if packed else None,
@@ -763,20 +639,24 @@ class _MaskReader:
 def _layer(
     raw: RawCall, masks: _MaskReader, scenario: MaskScenario, capability: tuple[int, int]
 ) -> LayerAttention:
-    """One recorded SDPA call as a :class:`LayerAttention`, with its predicted backend."""
+    """One recorded attention call as a :class:`LayerAttention`: under SDPA with its
+    predicted backend, under another implementation with its kernel path."""
     read = masks.read(raw)
+    kind = attention_kind(masks.run.attn_implementation)
     batch, query_heads, query_length, head_dim = raw.query_shape
+    dense = kind in (AttentionKind.SDPA, AttentionKind.EAGER)
     call = _call(
         batch=batch,
         query_heads=query_heads,
-        kv_heads=raw.key_shape[1],
+        # eager repeats K/V to the query heads itself (repeat_kv) before its matmul
+        kv_heads=query_heads if kind is AttentionKind.EAGER else raw.key_shape[1],
         query_length=query_length,
         kv_length=raw.key_shape[2],
         head_dim=head_dim,
         value_head_dim=raw.value_shape[3],
         dtype=AttentionDtype.parse(raw.dtype),
-        mask=read.kind,
-        mask_shape=raw.mask_shape,
+        mask=read.kind if dense else MaskKind.NONE,
+        mask_shape=raw.mask_shape if dense else None,
         is_causal=raw.is_causal,
         dropout=raw.dropout,
         enable_gqa=raw.enable_gqa,
@@ -786,6 +666,25 @@ def _layer(
         gqa = GqaHandling.NATIVE if raw.enable_gqa else GqaHandling.REPEATED
     else:
         gqa = GqaHandling.NONE
+    prediction = None
+    mask_bytes, cross, kernel = read.mask_bytes, read.cross_document, None
+    match kind:
+        case AttentionKind.SDPA:
+            prediction = predict_backend(call, capability=capability)
+            kernel = sdpa_path(call, prediction, capability)
+        case AttentionKind.EAGER:
+            kernel = eager_path(read.band, read.mask_bytes, raw.softcap, raw.sinks)
+        case AttentionKind.FLEX:
+            blocks = masks.blocks(raw.mask_id)
+            mask_bytes = 0 if blocks is None else blocks.nbytes
+            kernel = flex_path(read.band, blocks, raw.softcap, raw.sinks)
+        case AttentionKind.FLASH:
+            assert raw.flash is not None
+            kernel, cross = flash_path(
+                masks.run.attn_implementation, raw.flash, raw.sinks, scenario
+            )
+        case _ as unreachable:  # pragma: no cover
+            assert_never(unreachable)
     return LayerAttention(
         index=raw.layer_index,
         layer_type=raw.layer_type,
@@ -794,7 +693,8 @@ def _layer(
         kv_heads=max(1, query_heads // raw.kv_groups),
         gqa=gqa,
         band=read.band,
-        mask_bytes=read.mask_bytes,
-        cross_document=read.cross_document,
-        prediction=predict_backend(call, capability=capability),
+        mask_bytes=mask_bytes,
+        cross_document=cross,
+        prediction=prediction,
+        kernel=kernel,
     )
