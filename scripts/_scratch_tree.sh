@@ -27,9 +27,9 @@ venv_list() {
 lock_pins() {
     grep -E '^[A-Za-z0-9]' "$root/requirements/dev.lock" | sed 's/ .*//'
 }
-# name==version of what the venv holds now (probewise itself left out)
+# name==version of what the venv holds now (probewise itself and pip left out)
 venv_pins() {
-    venv_list | grep -v '^probewise==' || true
+    venv_list | grep -vE '^(probewise|pip)==' || true
 }
 # the packages whose version differs between two name==version lists (files)
 changed_names() {

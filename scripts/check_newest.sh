@@ -38,16 +38,26 @@ if [ "$status" -eq 0 ]; then
     exit 0
 fi
 echo "failed at the newest versions: $failed(log: $work/checks.log)" >> "$report"
-# Each upgrade alone, on the failed checks (pytest: its failed tests only, --lf).
-while read -r name _ newest; do
+# Each upgrade alone, on the failed checks (pytest: the tests that failed, by node id;
+# --lf would run everything once a package passed and the cache forgot them): the lock
+# is installed once, then each package is moved to its newest version and back.
+mapfile -t failed_tests < <(sed -n 's/^\(FAILED\|ERROR\) \([^ ]*::[^ ]*\).*/\2/p' \
+    "$work/checks.log" | sort -u)
+"${vpip[@]}" install --no-deps --require-hashes -r "$root/requirements/dev.lock"
+while read -r name locked newest; do
     [ "$newest" = "-" ] && continue
-    "${vpip[@]}" install --no-deps --require-hashes -r "$root/requirements/dev.lock"
     "${vpip[@]}" install --no-deps "$name==$newest"
-    if PROBEWISE_NO_BOOTSTRAP=1 PROBEWISE_CHECKS="$failed" bash scripts/test.sh --lf \
+    if PROBEWISE_NO_BOOTSTRAP=1 PROBEWISE_CHECKS="$failed" bash scripts/test.sh \
+        -p no:cacheprovider "${failed_tests[@]}" \
         > "$work/alone-$name.log" 2>&1; then
         echo "  $name $newest alone: passes" >> "$report"
     else
         echo "  $name $newest alone: BREAKS $(sed -n 's/^!! failed: //p' "$work/alone-$name.log" | tr '\n' ' ')" >> "$report"
+    fi
+    if [ "$locked" = "-" ]; then
+        "${vpip[@]}" uninstall -y "$name"
+    else
+        "${vpip[@]}" install --no-deps "$name==$locked"
     fi
 done < "$work/changed.txt"
 cat "$report"
