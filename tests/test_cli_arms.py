@@ -142,6 +142,27 @@ def test_completions_and_system_prompt_reach_the_server(
     _clean(*capfd.readouterr())
 
 
+def test_max_response_bytes_caps_each_body(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    prompts = _jsonl(tmp_path / "p.jsonl", {"a": "stop:1", "b": "refuse:1"})
+    url = base_url(server)
+    argv = ["arms", str(prompts), "--a", f"{url}#x", "--b", f"{url}#y", "--json", *FAST]
+    assert main([*argv, "--max-response-bytes", "16"]) == 1  # incomplete: Error rows
+    out, err = capfd.readouterr()
+    _clean(out, err)
+    assert "got no usable answer" in err
+    document = json.loads(out)
+    # every body is longer than 16 bytes: no answer is kept, each prompt is an Error
+    assert document["tally_a"]["error"] == document["tally_b"]["error"] == 2
+    assert main([*argv]) == 0
+    out, err = capfd.readouterr()
+    _clean(out, err)
+    assert json.loads(out)["tally_a"]["error"] == 0
+    assert main([*argv, "--max-response-bytes", "0"]) == 2
+    assert "max_response_bytes" in capfd.readouterr().err
+
+
 def test_interrupted_run_exits_1(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

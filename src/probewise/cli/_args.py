@@ -475,7 +475,19 @@ def _arms(parser: argparse.ArgumentParser) -> None:
         "--concurrency", type=int, default=8, metavar="N", help="requests in flight per arm (8)"
     )
     parser.add_argument(
-        "--timeout", type=float, default=60.0, metavar="S", help="seconds per network wait (60)"
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds per attempt, from connecting to the last byte of the body (60)",
+    )
+    parser.add_argument(
+        "--max-response-bytes",
+        type=int,
+        default=8 << 20,
+        metavar="N",
+        help="largest response body kept, before and after decompression (8 MiB); "
+        "a larger one is an Error outcome",
     )
     parser.add_argument(
         "--retries", type=int, default=3, metavar="N", help="retries on 408/429/5xx/timeouts (3)"

@@ -98,6 +98,7 @@ def _generator(
         concurrency=args.concurrency,
         timeout=args.timeout,
         retries=args.retries,
+        max_response_bytes=args.max_response_bytes,
         chat=not args.completions,
         system_prompt=args.system_prompt,
     )
