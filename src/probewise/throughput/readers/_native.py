@@ -38,11 +38,12 @@ def _built() -> Scan | None:
     return scan
 
 
-BUILT: bool = _built() is not None
+_SCANNER = _built()
+BUILT: bool = _SCANNER is not None
 """Whether this install has the compiled scanner (whether or not it is turned off)."""
 
 SCAN: Scan | None = (
-    None if os.environ.get("PROBEWISE_PURE_PYTHON", "") not in ("", "0") else _built()
+    None if os.environ.get("PROBEWISE_PURE_PYTHON", "") not in ("", "0") else _SCANNER
 )
 """The scanner, or None where it was not built or is turned off (each reader takes it
 when it starts, so a test can set it)."""
