@@ -40,6 +40,8 @@ from transformers import modeling_flash_attention_utils as fa_utils  # noqa: E40
 pytestmark = [
     pytest.mark.filterwarnings("ignore:_compile flag on create_block_mask:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning:torch.*"),
+    # flex_uncompiled runs flex_attention uncompiled on purpose (see there)
+    pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile:UserWarning"),
 ]
 
 SEQ = 32
@@ -211,9 +213,39 @@ def flex_without_sinks() -> Iterator[None]:
         mapping["flex_attention"] = original
 
 
+def block_mask_uncompiled(*args: object, _compile: bool = False, **kwargs: object) -> object:
+    """``create_block_mask`` built without torch.compile, whatever the caller asks:
+    transformers passes ``_compile=True``, which would override a partial's keyword."""
+    from torch.nn.attention import flex_attention
+
+    del _compile
+    return flex_attention.create_block_mask(*args, _compile=False, **kwargs)
+
+
+@pytest.fixture
+def flex_uncompiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers' flex path with torch.compile left out: ``create_block_mask`` with
+    ``_compile=False`` and ``flex_attention`` itself in place of the compiled one.
+    Compiling changes neither the blocks (torch builds the same BlockMask either way)
+    nor which scores are masked (the eager flex_attention is torch's reference for
+    the compiled kernel), so the perturbation truth is the same; it costs about 50 s
+    of inductor compiling on a 2-core CPU, which is all this spares."""
+    from torch.nn.attention import flex_attention
+    from transformers.integrations import flex_attention as hf_flex
+
+    monkeypatch.setattr(masking_utils, "create_block_mask", block_mask_uncompiled)
+
+    def uncompiled(*args: object, training: bool = False, **kwargs: object) -> object:
+        del training  # selects a compile mode only
+        return flex_attention.flex_attention(*args, **kwargs)
+
+    monkeypatch.setattr(hf_flex, "compile_friendly_flex_attention", uncompiled)
+
+
 FLEX_CASES = [("gemma2-9b", False), ("gemma2-9b", True), ("gpt-oss", False)]
 
 
+@pytest.mark.usefixtures("flex_uncompiled")
 @pytest.mark.parametrize(("family", "use_cache"), FLEX_CASES)
 def test_flex_verdicts_and_blocks_match_the_real_forward(family: str, use_cache: bool) -> None:
     case = scenario("flex_attention", use_cache)
@@ -236,13 +268,7 @@ def test_flex_blocks_of_a_longer_packed_row_match_torchs_blockmask(
 ) -> None:
     """At 640 tokens (5 x 5 blocks), documents and a window: the probe's block counts
     are those of the BlockMask transformers builds (uncompiled, same blocks)."""
-    from torch.nn.attention import flex_attention
-
-    monkeypatch.setattr(
-        masking_utils,
-        "create_block_mask",
-        functools.partial(flex_attention.create_block_mask, _compile=False),
-    )
+    monkeypatch.setattr(masking_utils, "create_block_mask", block_mask_uncompiled)
     data = {**tiny_config("gemma2-9b"), "sliding_window": 64}
     documents = (150, 300, 190)
     config = transformers.AutoConfig.for_model(
