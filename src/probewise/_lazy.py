@@ -46,14 +46,18 @@ def declared_names(path: str) -> dict[str, str]:
         if node.test.id == "TYPE_CHECKING" and not node.orelse
     ]
     if len(blocks) != 1:
-        raise ImportError(f"{path}: a face needs one `if TYPE_CHECKING:` block of re-exports")
+        raise ImportError(  # internal: a face of probewise's own is miswritten
+            f"{path}: a face needs one `if TYPE_CHECKING:` block of re-exports"
+        )
     found: dict[str, str] = {}
     for node in blocks[0].body:
         if not isinstance(node, ast.ImportFrom) or node.module is None or node.level:
-            raise ImportError(f"{path}:{node.lineno}: only `from MODULE import X as X` here")
+            raise ImportError(  # internal: a face of probewise's own is miswritten
+                f"{path}:{node.lineno}: only `from MODULE import X as X` here"
+            )
         for alias in node.names:
             if alias.asname != alias.name or alias.name in found:
-                raise ImportError(
+                raise ImportError(  # internal: a face of probewise's own is miswritten
                     f"{path}:{node.lineno}: {alias.name!r} must be re-exported once, as "
                     f"`{alias.name} as {alias.name}`"
                 )
