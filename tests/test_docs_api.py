@@ -58,7 +58,7 @@ def documented(text: str) -> list[str]:
 def expected_paths() -> dict[str, str]:
     """Each public name and the one path it is documented under.
 
-    The two faces share no name (tests/test_cli_startup.py holds them to that), so a
+    The two faces share no name (tests/cli/test_cli_startup.py holds them to that), so a
     name not at the top level has one face.
     """
     paths = {name: f"probewise.{name}" for name in probewise.__all__}

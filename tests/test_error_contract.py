@@ -117,6 +117,36 @@ def test_every_error_class_also_derives_from_a_builtin() -> None:
         assert builtin, f"{cls.__name__} derives from no builtin exception but Exception"
 
 
+def _defined_errors() -> list[type[BaseException]]:
+    return [
+        value
+        for value in vars(errors).values()
+        if isinstance(value, type)
+        and issubclass(value, BaseException)
+        and value.__module__ == errors.__name__
+    ]
+
+
+def _tree(cls: type[BaseException], classes: list[type[BaseException]], depth: int) -> list[str]:
+    """``cls`` and its subclasses as the module docstring draws them: two spaces a level,
+    the builtin bases (not our own) in brackets, children by name."""
+    builtin = [base.__name__ for base in cls.__bases__ if base not in classes]
+    line = "  " * depth + cls.__name__ + (f" ({', '.join(builtin)})" if builtin else "")
+    children = [c for c in classes if c.__bases__[0] is cls]  # the first base is our parent
+    lines = [line]
+    for child in sorted(children, key=lambda c: c.__name__):
+        lines += _tree(child, classes, depth + 1)
+    return lines
+
+
+def test_errors_exports_every_class_and_its_docstring_draws_the_tree() -> None:
+    classes = _defined_errors()
+    assert set(errors.__all__) == {cls.__name__ for cls in classes} | {"DamageKind"}
+    drawn = "\n".join("    " + line for line in _tree(errors.ProbewiseError, classes, 0))
+    assert drawn in (errors.__doc__ or "")
+    assert len(drawn.splitlines()) == len(classes)  # every class is in the tree
+
+
 # --------------------------------------------------------------------------- validators
 
 _Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]

@@ -262,3 +262,20 @@ def _private_crossings() -> list[str]:
 
 def test_no_private_name_crosses_a_subpackage() -> None:
     assert _private_crossings() == []
+
+
+def test_the_test_folders_mirror_the_packages() -> None:
+    """Each folder of tests is a package of the source, so a test is found beside the
+    code it tests (``tests/throughput/readers`` for ``probewise/throughput/readers``)."""
+    tests = Path(__file__).resolve().parent
+    aside = {"data", "typing", "__pycache__"}
+    folders = {
+        folder.relative_to(tests)
+        for folder in tests.rglob("*")
+        if folder.is_dir() and not aside & set(folder.relative_to(tests).parts)
+    }
+    assert folders, tests
+    packages = {
+        folder.relative_to(SRC) for folder in SRC.rglob("*") if (folder / "__init__.py").exists()
+    }
+    assert folders - packages == set()

@@ -244,7 +244,7 @@ def test_a_plain_pip_install_is_torch_free_and_works(tmp_path: Path) -> None:
 def test_a_wheel_built_without_a_c_compiler_has_no_scanner_and_builds(tmp_path: Path) -> None:
     """The trace scanner is optional: with no C compiler (CC is a program that fails),
     the wheel still builds, without ``_scan``'s extension, with its stub and not its source
-    (the reader then takes its pure-Python paths: tests/throughput/test_chrome_native.py
+    (the reader then takes its pure-Python paths: tests/throughput/readers/test_chrome_native.py
     checks those give the same tables)."""
     import shutil
     import zipfile

@@ -20,6 +20,39 @@ The contract:
   ``__getattr__`` raises :class:`AttributeError`); each carries a ``# internal:``
   comment saying why. ``tests/test_error_contract.py`` walks the source and fails
   on any other.
+
+The tree (each class's builtin bases in brackets; ``tests/test_error_contract.py``
+holds it to the classes below)::
+
+    ProbewiseError (Exception)
+      ArgumentTypeError (TypeError)
+      CalibrationError (ValueError)
+      CrossDocumentAttentionError (AssertionError)
+      FastPathLostError (AssertionError)
+      InferenceServerError (RuntimeError)
+        MalformedResponseError (ValueError)
+          EmptyChoicesError
+          ResponseTooLargeError
+          UnknownFinishReasonError
+        ServerStatusError
+        ServerTimeoutError (TimeoutError)
+      InsufficientPointsError (ValueError)
+      InvalidInputError (ValueError)
+        CheckpointInUseError
+        CheckpointMismatchError
+        InputFileError (OSError)
+        LengthInputError
+        MixedJobsError
+        UnsupportedModelError
+      MissingExtraError (ImportError)
+      RubricError (ValueError)
+      SealedError (TypeError)
+      SpillError (OSError)
+      SweepNoOpError (RuntimeError)
+      TraceFormatError (ValueError)
+
+:class:`DamageKind` names what a damaged trace or table had wrong
+(:attr:`TraceFormatError.kind`).
 """
 
 from __future__ import annotations
@@ -33,17 +66,22 @@ __all__ = [
     "CheckpointMismatchError",
     "CrossDocumentAttentionError",
     "DamageKind",
+    "EmptyChoicesError",
     "FastPathLostError",
+    "InferenceServerError",
     "InputFileError",
     "InsufficientPointsError",
     "InvalidInputError",
     "LengthInputError",
+    "MalformedResponseError",
     "MissingExtraError",
     "MixedJobsError",
     "ProbewiseError",
     "ResponseTooLargeError",
     "RubricError",
     "SealedError",
+    "ServerStatusError",
+    "ServerTimeoutError",
     "SpillError",
     "SweepNoOpError",
     "TraceFormatError",

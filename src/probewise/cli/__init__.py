@@ -8,7 +8,7 @@ function ``(argparse.Namespace) -> int`` (the exit status). So ``probewise --hel
 ``probewise CMD --help`` import none of them. Conventions: ``--json`` prints one JSON
 document for machines; without it, readable tables for people.
 
-No command module imports another (tests/test_cli_startup.py holds this): what two
+No command module imports another (tests/cli/test_cli_startup.py holds this): what two
 commands share lives in the private modules, the argument groups and reading them
 back in :mod:`probewise.cli._args`, the tables and JSON documents in
 :mod:`probewise.cli._tables`, the plots in :mod:`probewise.cli._plot`.

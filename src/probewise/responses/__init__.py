@@ -15,182 +15,73 @@ from probewise._lazy import LazyFace
 
 if TYPE_CHECKING:
     from probewise.responses.arms import (
-        OutcomePair,
-        PairedResult,
-        run_arm,
-        run_arm_shards,
-        run_paired,
+        OutcomePair as OutcomePair,
+        PairedResult as PairedResult,
+        run_arm as run_arm,
+        run_arm_shards as run_arm_shards,
+        run_paired as run_paired,
     )
     from probewise.responses.calibration import (
-        Calibration,
-        CorrectedComparison,
-        CorrectedRate,
-        CorrectionMethod,
-        HumanLabel,
-        RubricBucket,
-        ThreeWayRates,
+        Calibration as Calibration,
+        CorrectedComparison as CorrectedComparison,
+        CorrectedRate as CorrectedRate,
+        CorrectionMethod as CorrectionMethod,
+        HumanLabel as HumanLabel,
+        RubricBucket as RubricBucket,
+        ThreeWayRates as ThreeWayRates,
     )
     from probewise.responses.classifier import (
-        Completion,
-        classify,
-        normalise,
+        Completion as Completion,
+        classify as classify,
+        normalise as normalise,
     )
     from probewise.responses.control import (
-        ControlState,
-        ControlVerdict,
-        compare_arms,
+        ControlState as ControlState,
+        ControlVerdict as ControlVerdict,
+        compare_arms as compare_arms,
     )
     from probewise.responses.generators import (
-        DEFAULT_FINISH_REASONS,
-        BatchGenerate,
-        Generate,
-        OpenAICompatibleGenerator,
-        TransformersGenerator,
+        DEFAULT_FINISH_REASONS as DEFAULT_FINISH_REASONS,
+        BatchGenerate as BatchGenerate,
+        Generate as Generate,
+        OpenAICompatibleGenerator as OpenAICompatibleGenerator,
+        TransformersGenerator as TransformersGenerator,
     )
     from probewise.responses.judge import (
-        Judge,
-        JudgeAgreement,
-        JudgeVerdict,
-        TransformersJudge,
-        judge_completion,
+        Judge as Judge,
+        JudgeAgreement as JudgeAgreement,
+        JudgeVerdict as JudgeVerdict,
+        TransformersJudge as TransformersJudge,
+        judge_completion as judge_completion,
     )
     from probewise.responses.outcome import (
-        Complied,
-        Deflected,
-        Empty,
-        Error,
-        ErrorKind,
-        FinishReason,
-        Outcome,
-        Refused,
+        Complied as Complied,
+        Deflected as Deflected,
+        Empty as Empty,
+        Error as Error,
+        ErrorKind as ErrorKind,
+        FinishReason as FinishReason,
+        Outcome as Outcome,
+        Refused as Refused,
     )
     from probewise.responses.rubric import (
-        Rubric,
+        Rubric as Rubric,
     )
     from probewise.responses.rules import (
-        Rule,
+        Rule as Rule,
     )
     from probewise.responses.sealed import (
-        Sealed,
+        Sealed as Sealed,
     )
     from probewise.responses.stats import (
-        ArmTally,
-        McNemar,
-        OutcomeBucket,
-        Proportion,
+        ArmTally as ArmTally,
+        McNemar as McNemar,
+        OutcomeBucket as OutcomeBucket,
+        Proportion as Proportion,
     )
 
-# Where each public name is defined: the same modules and names as the block above
-# (tests/test_cli_startup.py holds the two, and ``__all__``, to the same names).
-_SOURCES: dict[str, tuple[str, ...]] = {
-    "probewise.responses.arms": (
-        "OutcomePair",
-        "PairedResult",
-        "run_arm",
-        "run_arm_shards",
-        "run_paired",
-    ),
-    "probewise.responses.calibration": (
-        "Calibration",
-        "CorrectedComparison",
-        "CorrectedRate",
-        "CorrectionMethod",
-        "HumanLabel",
-        "RubricBucket",
-        "ThreeWayRates",
-    ),
-    "probewise.responses.classifier": (
-        "classify",
-        "Completion",
-        "normalise",
-    ),
-    "probewise.responses.control": (
-        "compare_arms",
-        "ControlState",
-        "ControlVerdict",
-    ),
-    "probewise.responses.generators": (
-        "BatchGenerate",
-        "DEFAULT_FINISH_REASONS",
-        "Generate",
-        "OpenAICompatibleGenerator",
-        "TransformersGenerator",
-    ),
-    "probewise.responses.judge": (
-        "Judge",
-        "judge_completion",
-        "JudgeAgreement",
-        "JudgeVerdict",
-        "TransformersJudge",
-    ),
-    "probewise.responses.outcome": (
-        "Complied",
-        "Deflected",
-        "Empty",
-        "Error",
-        "ErrorKind",
-        "FinishReason",
-        "Outcome",
-        "Refused",
-    ),
-    "probewise.responses.rubric": ("Rubric",),
-    "probewise.responses.rules": ("Rule",),
-    "probewise.responses.sealed": ("Sealed",),
-    "probewise.responses.stats": (
-        "ArmTally",
-        "McNemar",
-        "OutcomeBucket",
-        "Proportion",
-    ),
-}
-
-__all__ = [
-    "DEFAULT_FINISH_REASONS",
-    "ArmTally",
-    "BatchGenerate",
-    "Calibration",
-    "Completion",
-    "Complied",
-    "ControlState",
-    "ControlVerdict",
-    "CorrectedComparison",
-    "CorrectedRate",
-    "CorrectionMethod",
-    "Deflected",
-    "Empty",
-    "Error",
-    "ErrorKind",
-    "FinishReason",
-    "Generate",
-    "HumanLabel",
-    "Judge",
-    "JudgeAgreement",
-    "JudgeVerdict",
-    "McNemar",
-    "OpenAICompatibleGenerator",
-    "Outcome",
-    "OutcomeBucket",
-    "OutcomePair",
-    "PairedResult",
-    "Proportion",
-    "Refused",
-    "Rubric",
-    "RubricBucket",
-    "Rule",
-    "Sealed",
-    "ThreeWayRates",
-    "TransformersGenerator",
-    "TransformersJudge",
-    "classify",
-    "compare_arms",
-    "judge_completion",
-    "normalise",
-    "run_arm",
-    "run_arm_shards",
-    "run_paired",
-]
 
 # At run time only: a module ``__getattr__`` that type checkers see makes them accept any
 # attribute of the package, typos included; the names above are all they should know.
 if not TYPE_CHECKING:
-    __getattr__, __dir__ = LazyFace.of(__name__, _SOURCES)
+    __getattr__, __dir__ = LazyFace.of(__name__, __file__)

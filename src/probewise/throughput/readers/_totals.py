@@ -10,7 +10,7 @@ A run of events is first offered to the compiled scanner where it was built
 keep only ``ph``; launches keep ``ts`` and their correlation) and hands it to
 :meth:`Totals.tally`; where its decode raises, the exact path decodes every event into
 an :class:`Event` for :meth:`Totals.add`. All three give the same totals in the same
-order (tests/throughput/test_chrome_native.py and test_chrome_fastpath.py). Per run, the
+order (tests/throughput/readers/test_chrome_native.py and test_chrome_fastpath.py). Per run, the
 work outside the decode is a few C-level passes (a ``Counter``, ``itertools.compress``
 to pick the device-lane events and launches); only device events and launches reach
 Python code, and the event structs are not tracked by the cyclic garbage collector.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -148,8 +149,9 @@ def test_a_command_importing_another_is_found(line: str) -> None:
 FACES = [probewise, probewise.responses, probewise.throughput]
 
 
-def _type_checking_imports(face: ModuleType) -> dict[str, tuple[str, ...]]:
-    """The ``if TYPE_CHECKING:`` block of a face's __init__.py: module -> names."""
+def _sources(face: ModuleType) -> dict[str, tuple[str, ...]]:
+    """The face's ``if TYPE_CHECKING:`` block, read with ``ast`` here (not with the
+    face's own reader): module -> names, each an explicit ``X as X`` re-export."""
     assert face.__file__ is not None
     tree = ast.parse(Path(face.__file__).read_text())
     (block,) = [
@@ -161,27 +163,22 @@ def _type_checking_imports(face: ModuleType) -> dict[str, tuple[str, ...]]:
     for node in block.body:
         assert isinstance(node, ast.ImportFrom)
         assert node.module is not None
+        assert all(alias.asname == alias.name for alias in node.names), node.lineno
         found[node.module] = tuple(alias.name for alias in node.names)
     return found
 
 
-def _sources(face: ModuleType) -> dict[str, tuple[str, ...]]:
-    sources: dict[str, tuple[str, ...]] = vars(face)["_SOURCES"]
-    return sources
-
-
 @pytest.mark.parametrize("face", FACES, ids=lambda face: face.__name__)
-def test_the_lazy_names_are_the_declared_ones(face: ModuleType) -> None:
-    declared = _type_checking_imports(face)
-    sources = _sources(face)
-    assert {module: sorted(names) for module, names in declared.items()} == {
-        module: sorted(names) for module, names in sources.items()
-    }
-    names = [name for names in declared.values() for name in names]
+def test_each_name_is_written_once_and_all_is_derived(face: ModuleType) -> None:
+    """The re-export block is the face's only list: ``__all__`` is read from it."""
+    names = [name for names in _sources(face).values() for name in names]
     assert len(names) == len(set(names))
     extra = ["__version__"] if face is probewise else []
-    assert sorted([*names, *extra]) == sorted(face.__all__)
+    assert face.__all__ == [*names, *extra]
     assert set(face.__all__) <= set(dir(face))
+    text = Path(str(face.__file__)).read_text()
+    assert "__all__ =" not in text  # no second list to keep equal
+    assert "_SOURCES" not in text
 
 
 @pytest.mark.parametrize("face", FACES, ids=lambda face: face.__name__)
@@ -205,6 +202,30 @@ def test_the_top_level_reexports_from_the_faces_which_share_no_name() -> None:
         if module in halves:
             assert set(names) <= set(halves[module].__all__), module
     assert set(probewise.responses.__all__).isdisjoint(probewise.throughput.__all__)
+
+
+@pytest.mark.parametrize(
+    ("block", "problem"),
+    [
+        ("    from probewise.errors import ProbewiseError\n", "as ProbewiseError"),
+        (
+            "    from probewise.errors import ProbewiseError as ProbewiseError\n"
+            "    from probewise.errors import ProbewiseError as ProbewiseError\n",
+            "once",
+        ),
+        ("    import probewise.errors\n", "only `from MODULE import X as X`"),
+        ("    from .errors import ProbewiseError as ProbewiseError\n", "only `from MODULE"),
+    ],
+)
+def test_a_face_that_writes_a_name_wrongly_is_refused(
+    tmp_path: Path, block: str, problem: str
+) -> None:
+    from probewise._lazy import declared_names
+
+    face = tmp_path / "__init__.py"
+    face.write_text(f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n{block}")
+    with pytest.raises(ImportError, match=re.escape(problem)):
+        declared_names(str(face))
 
 
 @pytest.mark.parametrize("face", FACES, ids=lambda face: face.__name__)

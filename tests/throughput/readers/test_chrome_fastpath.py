@@ -45,7 +45,7 @@ def _same(path: Path, *, salvage: bool = False) -> None:
 @pytest.fixture(autouse=True)
 def _pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiled scanner off: these tests hold the fast path to the exact path
-    (tests/throughput/test_chrome_native.py holds the scanner to both)."""
+    (tests/throughput/readers/test_chrome_native.py holds the scanner to both)."""
     monkeypatch.setattr(_native, "SCAN", None)
 
 
