@@ -2,8 +2,8 @@
 
 Part of the shared base (like :mod:`probewise._files`). tqdm's stubs (types-tqdm) change
 with each release; a release that spelt ``update``'s argument with a name pyright's own
-typeshed lacked left every call ``partially unknown`` under pyright strict (issue 28). The
-bar is therefore seen through :class:`ProgressBar`, a protocol of the five members used
+typeshed lacked left every call ``partially unknown`` under pyright strict (types-tqdm
+4.70.0.20261122 broke a fresh checkout's CI that way). The bar is therefore seen through :class:`ProgressBar`, a protocol of the five members used
 here, so that the rest of the package type-checks whatever the stubs say of the others.
 A bar shows counts only: no caller passes it text it did not write itself.
 """
