@@ -1,4 +1,5 @@
-"""A rubric's compiled plan: the combined prefilters, the gate scan, the outcome cache.
+"""A rubric's compiled plan: the combined prefilters, the gate scan, the steps that
+match the vetted rules, the outcome cache.
 
 :func:`plan_of` gives the :class:`Plan` of a :class:`~probewise.Rubric`, built on its
 first use and kept while the rubric lives. :mod:`.classifier` reads the text with it;
@@ -10,6 +11,7 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple, Protocol, cast, final
 
 import regex
@@ -78,6 +80,109 @@ class Combined(NamedTuple):
     # Every rule vetted and the combination anchored: classify may match it without
     # the regex module's timer (used for the preamble group: see classifier._sequel).
     untimed: bool
+
+
+@final
+class Step(NamedTuple):
+    """How classify matches one vetted rule: ``find(text)`` (a pattern's ``match`` where
+    its every match starts at 0, else its ``search``), where guard ``guard`` (an index
+    into :attr:`Plan.guards`, or -1 for none) finds nothing (see :func:`split_guard`)."""
+
+    find: Callable[..., regex.Match[str] | None]
+    guard: int
+
+
+def _group_end(pattern: str, start: int) -> int:
+    """The index of the ``)`` that closes the group opened at ``pattern[start]``, or -1
+    (unbalanced, or a construct this scan does not read: a nested class)."""
+    depth, at, end = 0, start, len(pattern)
+    while at < end:
+        char = pattern[at]
+        if char == "\\":
+            at += 2
+            continue
+        if char == "[":
+            at += 1
+            if pattern[at : at + 1] == "^":
+                at += 1
+            if pattern[at : at + 1] == "]":  # a "]" first in a class is literal
+                at += 1
+            while at < end and pattern[at] != "]":
+                if pattern[at] == "[":
+                    return -1
+                at += 2 if pattern[at] == "\\" else 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return at
+        at += 1
+    return -1
+
+
+# Escapes that match the same with and without IGNORECASE (\b, \w, \s, \d, their
+# negations, \A, \Z and the whitespace escapes); an escaped non-alphanumeric character
+# is that character.
+_CASELESS_ESCAPES = frozenset("bBwWsSdDAZntrfv")
+# What may follow "(?": non-capturing groups, lookarounds and atomic groups (no inline
+# flags, no named groups).
+_CASELESS_GROUPS = (":", "=", "!", ">", "<=", "<!")
+
+
+def caseless(pattern: str) -> bool:
+    r"""Whether ``pattern`` matches the same with and without ``IGNORECASE`` on every
+    text with no ASCII capital and none of :data:`~._gates.CASE_TWINS` (a normalised
+    text without a dotless i: the texts that the gated rules read).
+
+    With ``IGNORECASE`` a lower-case ASCII letter (alone or in a class or range) also
+    matches its capital and its case twins (tested for every code point in the gates'
+    tests), which such a text does not hold; other ASCII characters have no case. So
+    an ASCII pattern with no capital but in the escapes above, no other escape that is
+    a letter or digit (``\x41``, ``\p{Lu}``, backreferences) and no inline flags
+    matches the same. False when unsure."""
+    if not pattern.isascii():
+        return False
+    at, end = 0, len(pattern)
+    while at < end:
+        char = pattern[at]
+        if char == "\\":
+            escaped = pattern[at + 1 : at + 2]
+            if escaped.isalnum() and escaped not in _CASELESS_ESCAPES:
+                return False
+            at += 2
+            continue
+        if "A" <= char <= "Z":
+            return False
+        if (
+            char == "("
+            and pattern[at + 1 : at + 2] == "?"
+            and not pattern.startswith(_CASELESS_GROUPS, at + 2)
+        ):
+            return False
+        at += 1
+    return True
+
+
+_GUARD_OPEN = "^(?!.*?"
+
+
+def split_guard(pattern: str) -> tuple[str, str] | None:
+    """``(guard, body)`` for a pattern ``^(?!.*?GUARD).*?BODY`` (anchored: no ``|`` at
+    its top level; see :func:`~._gates.anchored`), else None.
+
+    On a text with no newline (normalised text: ``.`` matches every character of it)
+    the pattern matches iff ``GUARD`` is found nowhere and ``BODY`` is found somewhere,
+    so classify searches the two apart and, where several rules share one guard (the
+    shipped deflection rules that do not fire beside an answer), looks for the guard
+    once per opening. The caller also checks that the parts compile with the flags of
+    the whole and have no groups (see :meth:`Plan.step`)."""
+    if not pattern.startswith(_GUARD_OPEN) or not anchored(pattern):
+        return None
+    close = _group_end(pattern, 1)
+    if close < 0 or pattern[close + 1 : close + 4] != ".*?" or close + 4 >= len(pattern):
+        return None
+    return f"(?:{pattern[len(_GUARD_OPEN) : close]})", f"(?:{pattern[close + 4 :]})"
 
 
 @final
@@ -208,17 +313,21 @@ class Plan:
     group is vetted), and the outcomes that name a rule, made once each (by
     ``(group, index, truncated)``; immutable, holding no text)."""
 
-    __slots__ = ("_lock", "combined", "groups", "outcomes", "patterns", "scan")
+    __slots__ = ("_guard_ids", "_lock", "combined", "groups", "guards", "outcomes", "scan", "steps")
 
     def __init__(self, rubric: Groups) -> None:
         self.groups = (rubric.refusal, rubric.deflection, rubric.preamble)
         self.combined: list[Combined | None] = [None, None, None]
         self.outcomes: dict[tuple[int, int, bool], Refused | Deflected] = {}
-        # The gated (vetted) rules' patterns, by group and index, filled on first use
-        # (see vetted_pattern): a list lookup in classify's inner loop.
-        self.patterns: tuple[list[regex.Pattern[str] | None], ...] = tuple(
+        # How each gated (vetted) rule is matched, by group and index, filled on first
+        # use (see step): a list lookup in classify's inner loop.
+        self.steps: tuple[list[Step | None], ...] = tuple(
             [None] * len(rules) for rules in self.groups
         )
+        # The guards of the steps (see split_guard), each compiled once, by its pattern:
+        # their ``search``.
+        self.guards: list[Callable[..., regex.Match[str] | None]] = []
+        self._guard_ids: dict[tuple[str, int], int] = {}
         self._lock = threading.Lock()
         for group, rules in enumerate(self.groups):
             if not vetted(rules):
@@ -226,13 +335,40 @@ class Plan:
         scan = GateScan(*self.groups)
         self.scan = scan if scan.refusal_ok or scan.deflection_ok or scan.preamble_ok else None
 
-    def vetted_pattern(self, group: int, index: int) -> regex.Pattern[str]:
-        """The pattern of vetted rule ``index`` of ``group``, compiled without a warnings
-        filter (see :func:`~.rules.compile_rule`) and kept in :attr:`patterns`. Threads
-        may both store it: each stores the rule's one cached pattern."""
-        pattern = pattern_of(self.groups[group][index], strict=False)
-        self.patterns[group][index] = pattern
-        return pattern
+    def step(self, group: int, index: int) -> Step:
+        """How to match vetted rule ``index`` of ``group`` (see :class:`Step`), made on
+        first use and kept in :attr:`steps`: its pattern compiled without a warnings
+        filter (see :func:`~.rules.compile_rule`), or, for a guarded pattern whose parts
+        compile with its flags and no groups, its body and guard (see
+        :func:`split_guard`); without ``IGNORECASE`` where :func:`caseless` says that
+        changes nothing on the texts it is used on. Threads may both store it: the
+        steps are equal."""
+        rule = self.groups[group][index]
+        if caseless(rule.pattern):
+            flags = FLAGS & ~regex.IGNORECASE
+            whole = regex.compile(rule.pattern, flags)
+        else:
+            flags, whole = FLAGS, pattern_of(rule, strict=False)
+        step = Step(whole.match if anchored(rule.pattern) else whole.search, -1)
+        parts = split_guard(rule.pattern)
+        if parts is not None and not whole.groups:
+            guard, body = (regex.compile(part, flags) for part in parts)
+            if guard.flags == body.flags == whole.flags and not guard.groups | body.groups:
+                step = Step(body.search, self._guard(parts[0], guard))
+        self.steps[group][index] = step
+        return step
+
+    def _guard(self, source: str, compiled: regex.Pattern[str]) -> int:
+        """The index of guard ``source`` (compiled with ``compiled.flags``) in
+        :attr:`guards`, added once."""
+        key = (source, compiled.flags)
+        with self._lock:
+            at = self._guard_ids.get(key)
+            if at is None:
+                at = len(self.guards)
+                self.guards.append(compiled.search)
+                self._guard_ids[key] = at
+        return at
 
     def combine(self, group: int) -> Combined:
         """The prefilter of group ``group`` (REFUSAL, DEFLECTION, PREAMBLE), built on
