@@ -23,14 +23,8 @@ from probewise import Refused, Rubric, Rule, classify
 from probewise.responses import classifier as classify_module
 from probewise.responses import normalise
 from probewise.responses._gates import CASE_TWINS
-from probewise.responses._matcher import (
-    DEFLECTION,
-    REFUSAL,
-    Step,
-    caseless,
-    plan_of,
-    split_guard,
-)
+from probewise.responses._matcher import DEFLECTION, REFUSAL, Step, plan_of
+from probewise.responses._patterns import caseless, split_guard
 from probewise.responses.rules import FLAGS
 
 QUIET = settings(verbosity=Verbosity.quiet, max_examples=300)

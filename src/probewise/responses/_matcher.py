@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol, cast, final
 import regex
 
 from probewise.errors import RubricError
-from probewise.responses._gates import LETTER_RUNS, WORD_CONDITIONS, Term, anchored, gate_of, vetted
+from probewise.responses._gates import LETTER_RUNS, WORD_CONDITIONS, Term, gate_of, vetted
+from probewise.responses._patterns import anchored, caseless, split_guard
 from probewise.responses.rules import FLAGS, Rule, compile_rule
 
 if TYPE_CHECKING:
@@ -90,99 +91,6 @@ class Step(NamedTuple):
 
     find: Callable[..., regex.Match[str] | None]
     guard: int
-
-
-def _group_end(pattern: str, start: int) -> int:
-    """The index of the ``)`` that closes the group opened at ``pattern[start]``, or -1
-    (unbalanced, or a construct this scan does not read: a nested class)."""
-    depth, at, end = 0, start, len(pattern)
-    while at < end:
-        char = pattern[at]
-        if char == "\\":
-            at += 2
-            continue
-        if char == "[":
-            at += 1
-            if pattern[at : at + 1] == "^":
-                at += 1
-            if pattern[at : at + 1] == "]":  # a "]" first in a class is literal
-                at += 1
-            while at < end and pattern[at] != "]":
-                if pattern[at] == "[":
-                    return -1
-                at += 2 if pattern[at] == "\\" else 1
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return at
-        at += 1
-    return -1
-
-
-# Escapes that match the same with and without IGNORECASE (\b, \w, \s, \d, their
-# negations, \A, \Z and the whitespace escapes); an escaped non-alphanumeric character
-# is that character.
-_CASELESS_ESCAPES = frozenset("bBwWsSdDAZntrfv")
-# What may follow "(?": non-capturing groups, lookarounds and atomic groups (no inline
-# flags, no named groups).
-_CASELESS_GROUPS = (":", "=", "!", ">", "<=", "<!")
-
-
-def caseless(pattern: str) -> bool:
-    r"""Whether ``pattern`` matches the same with and without ``IGNORECASE`` on every
-    text with no ASCII capital and none of :data:`~._gates.CASE_TWINS` (a normalised
-    text without a dotless i: the texts that the gated rules read).
-
-    With ``IGNORECASE`` a lower-case ASCII letter (alone or in a class or range) also
-    matches its capital and its case twins (tested for every code point in the gates'
-    tests), which such a text does not hold; other ASCII characters have no case. So
-    an ASCII pattern with no capital but in the escapes above, no other escape that is
-    a letter or digit (``\x41``, ``\p{Lu}``, backreferences) and no inline flags
-    matches the same. False when unsure."""
-    if not pattern.isascii():
-        return False
-    at, end = 0, len(pattern)
-    while at < end:
-        char = pattern[at]
-        if char == "\\":
-            escaped = pattern[at + 1 : at + 2]
-            if escaped.isalnum() and escaped not in _CASELESS_ESCAPES:
-                return False
-            at += 2
-            continue
-        if "A" <= char <= "Z":
-            return False
-        if (
-            char == "("
-            and pattern[at + 1 : at + 2] == "?"
-            and not pattern.startswith(_CASELESS_GROUPS, at + 2)
-        ):
-            return False
-        at += 1
-    return True
-
-
-_GUARD_OPEN = "^(?!.*?"
-
-
-def split_guard(pattern: str) -> tuple[str, str] | None:
-    """``(guard, body)`` for a pattern ``^(?!.*?GUARD).*?BODY`` (anchored: no ``|`` at
-    its top level; see :func:`~._gates.anchored`), else None.
-
-    On a text with no newline (normalised text: ``.`` matches every character of it)
-    the pattern matches iff ``GUARD`` is found nowhere and ``BODY`` is found somewhere,
-    so classify searches the two apart and, where several rules share one guard (the
-    shipped deflection rules that do not fire beside an answer), looks for the guard
-    once per opening. The caller also checks that the parts compile with the flags of
-    the whole and have no groups (see :meth:`Plan.step`)."""
-    if not pattern.startswith(_GUARD_OPEN) or not anchored(pattern):
-        return None
-    close = _group_end(pattern, 1)
-    if close < 0 or pattern[close + 1 : close + 4] != ".*?" or close + 4 >= len(pattern):
-        return None
-    return f"(?:{pattern[len(_GUARD_OPEN) : close]})", f"(?:{pattern[close + 4 :]})"
 
 
 @final

@@ -18,8 +18,9 @@ import regex
 
 from probewise.errors import ArgumentTypeError
 from probewise.responses import _boundary, _voice
-from probewise.responses._gates import CASE_TWINS, anchored, gate_of
+from probewise.responses._gates import CASE_TWINS, gate_of
 from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, Plan, pattern_of, plan_of
+from probewise.responses._patterns import anchored
 from probewise.responses.outcome import (
     Complied,
     Deflected,
@@ -295,7 +296,7 @@ def _find(pattern: regex.Pattern[str], text: str, clock: _Clock) -> regex.Match[
 def _first_of(plan: Plan, kind: int, candidates: int, text: str, clock: _Clock) -> int:
     """The index of the first rule of group ``kind``, in order, among those whose bit
     is set in ``candidates`` that matches, or -1. (Gated rules: vetted ones. A guarded
-    rule's guard is searched once per call: see :func:`._matcher.split_guard`.) On a
+    rule's guard is searched once per call: see :func:`._patterns.split_guard`.) On a
     text of at most :data:`UNTIMED_CHARS` characters they are matched without the
     regex module's timer, the clock read once first; else each with the timer."""
     clock.left()
