@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 import probewise
+from probewise.responses import normalise
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_PATH = REPO / "tests" / "data" / "labelled_completions.jsonl"
@@ -420,7 +421,7 @@ def load_rows(path: Path) -> list[Row]:
 
 
 def prefix_baseline(text: str) -> str:
-    return "refused" if probewise.responses.normalise(text).startswith(PREFIXES) else "complied"
+    return "refused" if normalise(text).startswith(PREFIXES) else "complied"
 
 
 def phrase_baseline(text: str) -> str:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from probewise import Complied, Deflected, Empty, Refused, Rubric, Rule, classify
 from probewise.responses import classifier as classify_module
-from probewise.responses._gates import anchored as _anchored
+from probewise.responses._patterns import anchored as _anchored
 from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_REFUSAL
 
 FLAGS = regex.IGNORECASE | regex.V0

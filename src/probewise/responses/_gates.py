@@ -23,47 +23,6 @@ import attrs
 
 from probewise.responses.rules import Rule
 
-# Inline flag groups that turn on verbose mode ("#" comments, ignored whitespace).
-_VERBOSE = re.compile(r"\(\?[a-zA-Z^-]*x")
-
-
-@functools.lru_cache(maxsize=4096)
-def anchored(pattern: str) -> bool:
-    """Whether every match of ``pattern`` on normalised text (which has no newlines)
-    starts at 0: it starts with ``^`` and has no ``|`` outside groups and classes, so
-    that ``^`` governs every alternative (``^sorry|i won't`` is not anchored: its
-    second alternative matches anywhere). False when unsure (comments, verbose mode,
-    nested sets): the caller then searches, which is always right."""
-    if not pattern.startswith("^") or "(?#" in pattern or _VERBOSE.search(pattern):
-        return False
-    depth, at, end = 0, 1, len(pattern)
-    while at < end:
-        char = pattern[at]
-        if char == "\\":
-            at += 2
-            continue
-        if char == "[":
-            at += 1
-            if pattern[at : at + 1] == "^":
-                at += 1
-            if pattern[at : at + 1] == "]":  # a "]" first in a class is literal
-                at += 1
-            while at < end and pattern[at] != "]":
-                if pattern[at] == "[":
-                    return False
-                at += 2 if pattern[at] == "\\" else 1
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth < 0:
-                return False
-        elif char == "|" and depth == 0:
-            return False
-        at += 1
-    return True
-
-
 # --- Gates: a prefilter for the shipped rules -----------------------------------------
 #
 # derive_gate(pattern) derives a *gate*: terms, one of which every text that the pattern

@@ -1,4 +1,5 @@
-"""A rubric's compiled plan: the combined prefilters, the gate scan, the outcome cache.
+"""A rubric's compiled plan: the combined prefilters, the gate scan, the steps that
+match the vetted rules, the outcome cache.
 
 :func:`plan_of` gives the :class:`Plan` of a :class:`~probewise.Rubric`, built on its
 first use and kept while the rubric lives. :mod:`.classifier` reads the text with it;
@@ -10,12 +11,14 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple, Protocol, cast, final
 
 import regex
 
 from probewise.errors import RubricError
-from probewise.responses._gates import LETTER_RUNS, WORD_CONDITIONS, Term, anchored, gate_of, vetted
+from probewise.responses._gates import LETTER_RUNS, WORD_CONDITIONS, Term, gate_of, vetted
+from probewise.responses._patterns import anchored, caseless, split_guard
 from probewise.responses.rules import FLAGS, Rule, compile_rule
 
 if TYPE_CHECKING:
@@ -78,6 +81,16 @@ class Combined(NamedTuple):
     # Every rule vetted and the combination anchored: classify may match it without
     # the regex module's timer (used for the preamble group: see classifier._sequel).
     untimed: bool
+
+
+@final
+class Step(NamedTuple):
+    """How classify matches one vetted rule: ``find(text)`` (a pattern's ``match`` where
+    its every match starts at 0, else its ``search``), where guard ``guard`` (an index
+    into :attr:`Plan.guards`, or -1 for none) finds nothing (see :func:`split_guard`)."""
+
+    find: Callable[..., regex.Match[str] | None]
+    guard: int
 
 
 @final
@@ -208,17 +221,21 @@ class Plan:
     group is vetted), and the outcomes that name a rule, made once each (by
     ``(group, index, truncated)``; immutable, holding no text)."""
 
-    __slots__ = ("_lock", "combined", "groups", "outcomes", "patterns", "scan")
+    __slots__ = ("_guard_ids", "_lock", "combined", "groups", "guards", "outcomes", "scan", "steps")
 
     def __init__(self, rubric: Groups) -> None:
         self.groups = (rubric.refusal, rubric.deflection, rubric.preamble)
         self.combined: list[Combined | None] = [None, None, None]
         self.outcomes: dict[tuple[int, int, bool], Refused | Deflected] = {}
-        # The gated (vetted) rules' patterns, by group and index, filled on first use
-        # (see vetted_pattern): a list lookup in classify's inner loop.
-        self.patterns: tuple[list[regex.Pattern[str] | None], ...] = tuple(
+        # How each gated (vetted) rule is matched, by group and index, filled on first
+        # use (see step): a list lookup in classify's inner loop.
+        self.steps: tuple[list[Step | None], ...] = tuple(
             [None] * len(rules) for rules in self.groups
         )
+        # The guards of the steps (see split_guard), each compiled once, by its pattern:
+        # their ``search``.
+        self.guards: list[Callable[..., regex.Match[str] | None]] = []
+        self._guard_ids: dict[tuple[str, int], int] = {}
         self._lock = threading.Lock()
         for group, rules in enumerate(self.groups):
             if not vetted(rules):
@@ -226,13 +243,40 @@ class Plan:
         scan = GateScan(*self.groups)
         self.scan = scan if scan.refusal_ok or scan.deflection_ok or scan.preamble_ok else None
 
-    def vetted_pattern(self, group: int, index: int) -> regex.Pattern[str]:
-        """The pattern of vetted rule ``index`` of ``group``, compiled without a warnings
-        filter (see :func:`~.rules.compile_rule`) and kept in :attr:`patterns`. Threads
-        may both store it: each stores the rule's one cached pattern."""
-        pattern = pattern_of(self.groups[group][index], strict=False)
-        self.patterns[group][index] = pattern
-        return pattern
+    def step(self, group: int, index: int) -> Step:
+        """How to match vetted rule ``index`` of ``group`` (see :class:`Step`), made on
+        first use and kept in :attr:`steps`: its pattern compiled without a warnings
+        filter (see :func:`~.rules.compile_rule`), or, for a guarded pattern whose parts
+        compile with its flags and no groups, its body and guard (see
+        :func:`split_guard`); without ``IGNORECASE`` where :func:`caseless` says that
+        changes nothing on the texts it is used on. Threads may both store it: the
+        steps are equal."""
+        rule = self.groups[group][index]
+        if caseless(rule.pattern):
+            flags = FLAGS & ~regex.IGNORECASE
+            whole = regex.compile(rule.pattern, flags)
+        else:
+            flags, whole = FLAGS, pattern_of(rule, strict=False)
+        step = Step(whole.match if anchored(rule.pattern) else whole.search, -1)
+        parts = split_guard(rule.pattern)
+        if parts is not None and not whole.groups:
+            guard, body = (regex.compile(part, flags) for part in parts)
+            if guard.flags == body.flags == whole.flags and not guard.groups | body.groups:
+                step = Step(body.search, self._guard(parts[0], guard))
+        self.steps[group][index] = step
+        return step
+
+    def _guard(self, source: str, compiled: regex.Pattern[str]) -> int:
+        """The index of guard ``source`` (compiled with ``compiled.flags``) in
+        :attr:`guards`, added once."""
+        key = (source, compiled.flags)
+        with self._lock:
+            at = self._guard_ids.get(key)
+            if at is None:
+                at = len(self.guards)
+                self.guards.append(compiled.search)
+                self._guard_ids[key] = at
+        return at
 
     def combine(self, group: int) -> Combined:
         """The prefilter of group ``group`` (REFUSAL, DEFLECTION, PREAMBLE), built on

@@ -18,8 +18,9 @@ import regex
 
 from probewise.errors import ArgumentTypeError
 from probewise.responses import _boundary, _voice
-from probewise.responses._gates import CASE_TWINS, anchored, gate_of
+from probewise.responses._gates import CASE_TWINS, gate_of
 from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, Plan, pattern_of, plan_of
+from probewise.responses._patterns import anchored
 from probewise.responses.outcome import (
     Complied,
     Deflected,
@@ -75,18 +76,14 @@ _QUOTES: tuple[tuple[str, str], ...] = tuple(
 # Format characters (zero-width space and joiners, soft hyphen, bidi controls, BOM)
 # and the control characters that str.split() does not treat as whitespace.
 _INVISIBLE = regex.compile(r"[\p{Cf}\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]+")
-_SENTENCE_END = regex.compile(r"[.!?](?= |$)")
-# The end of the second match of _SENTENCE_END, in one call of the stdlib engine (the
-# same meaning: each round stops at the first sentence end after the last one, and
-# the atomic group never gives it back; the text is normalised, so it has no newline
-# for "$" to stop before).
-_TWO_SENTENCES = re.compile(r"(?>.*?[.!?](?= |$)){2}", re.DOTALL)
-# The same for three sentences: the window that a sequel is read from (_sequel).
-_THREE_SENTENCES = re.compile(r"(?>.*?[.!?](?= |$)){3}", re.DOTALL)
+# A sentence end (the stdlib engine: faster than the regex module's on this, and the
+# same meaning: the text is normalised, so it has no newline for "$" to stop before).
+_SENTENCE_END = re.compile(r"[.!?](?= |$)")
 # Characters on which the rules' gates are not exact (an opening with one runs every
 # rule): ASCII upper case and the non-ASCII characters that regex.IGNORECASE pairs
 # with ASCII ones. Normalised text has none of them but "\u0131" (dotless i).
 _CASE_GUARD = re.compile(f"[A-Z{CASE_TWINS}]")
+_NORMALISED_CASE_TWIN = "\u0131"
 # Where _opening_of first cuts the raw text (then at twice the cut, and so on).
 _FIRST_CUT = 160
 # The most raw characters read to find the opening is _prefix_chars(opening_chars);
@@ -95,6 +92,11 @@ _FIRST_CUT = 160
 PREFIX_FLOOR = 1 << 16
 PREFIX_FACTOR = 64
 AXIS_CHARS = 1 << 20
+# The vetted (shipped) rules do not backtrack badly on an opening: on a text of at most
+# this many characters classify matches them without the regex module's timer, which
+# costs more than the match (the clock is read before each group of rules; a test holds
+# every shipped pattern's worst case on such texts far below the default timeout).
+UNTIMED_CHARS = 1024
 _PIECE = 1 << 16
 # The most later answers read in one reply (see _every_answer_declines).
 _ANSWERS_LIMIT = 8
@@ -127,13 +129,23 @@ def normalise(text: str) -> str:
     return text
 
 
+def _sentences_end(text: str, sentences: int) -> int:
+    """Where the first ``sentences`` sentences of ``text`` end (the end of the
+    ``sentences``-th match of ``_SENTENCE_END``), or -1 when it has fewer."""
+    at = 0
+    for _ in range(sentences):
+        match = _SENTENCE_END.search(text, at)
+        if match is None:
+            return -1
+        at = match.end()
+    return at
+
+
 def _opening(text: str, limit: int, sentences: int = 2) -> str:
     """The first two (or ``sentences``) sentences, at most ``limit`` characters."""
     head = text[:limit]
-    for ends, match in enumerate(_SENTENCE_END.finditer(head), start=1):
-        if ends == sentences:
-            return head[: match.end()]
-    return head
+    end = _sentences_end(head, sentences)
+    return head if end < 0 else head[:end]
 
 
 def _join(left: str, right: str) -> str:
@@ -175,7 +187,6 @@ def _opening_of(
     ``limit`` characters are normalised (the reference looks at no more). With
     ``sentences=3``: the same, for the first three sentences.
     """
-    settled = _TWO_SENTENCES if sentences == 2 else _THREE_SENTENCES
     prefix = 2 * limit
     end = min(len(raw), prefix)
     done, at = "", 0  # done == normalise(raw[:at]); raw[at] is a space when at > 0
@@ -186,9 +197,9 @@ def _opening_of(
             break
         done, at = _join(done, normalise(raw[at:cut])), cut
         head = done[:limit]
-        match = settled.match(head)
-        if match is not None and match.end() < len(head):
-            return head[: match.end()], None
+        settled = _sentences_end(head, sentences)
+        if 0 <= settled < len(head):
+            return head[:settled], None
         if len(done) >= limit:
             return _opening(done, limit, sentences), None
         want = 2 * cut
@@ -284,18 +295,33 @@ def _find(pattern: regex.Pattern[str], text: str, clock: _Clock) -> regex.Match[
 
 def _first_of(plan: Plan, kind: int, candidates: int, text: str, clock: _Clock) -> int:
     """The index of the first rule of group ``kind``, in order, among those whose bit
-    is set in ``candidates`` that matches, or -1. (Gated rules: vetted ones.)"""
+    is set in ``candidates`` that matches, or -1. (Gated rules: vetted ones. A guarded
+    rule's guard is searched once per call: see :func:`._patterns.split_guard`.) On a
+    text of at most :data:`UNTIMED_CHARS` characters they are matched without the
+    regex module's timer, the clock read once first; else each with the timer."""
     clock.left()
-    patterns = plan.patterns[kind]
+    timed = len(text) > UNTIMED_CHARS
+    steps = plan.steps[kind]
+    looked = found = 0  # bit g: guard g looked for, and found
     while candidates:
         lowest = candidates & -candidates
         index = lowest.bit_length() - 1
-        pattern = patterns[index]
-        if pattern is None:
-            pattern = plan.vetted_pattern(kind, index)
-        if _find(pattern, text, clock) is not None:
-            return index
         candidates ^= lowest
+        step = steps[index]
+        if step is None:
+            step = plan.step(kind, index)
+        guard = step.guard
+        if guard >= 0:
+            bit = 1 << guard
+            if not looked & bit:
+                looked |= bit
+                search = plan.guards[guard]
+                if (search(text, timeout=clock.left()) if timed else search(text)) is not None:
+                    found |= bit
+            if found & bit:
+                continue  # the guard found: this rule cannot match
+        if (step.find(text, timeout=clock.left()) if timed else step.find(text)) is not None:
+            return index
     return -1
 
 
@@ -338,9 +364,11 @@ def _first_index(plan: Plan, kind: int, candidates: int, opening: str, clock: _C
 
 def _candidates(plan: Plan, text: str) -> int:
     """The gates of the shipped rules, where they are exact (see _gates): a bit mask of
-    the rules whose gate ``text`` passes (only those can match it), or -1."""
+    the rules whose gate ``text``, a normalised text, passes (only those can match it),
+    or -1. (Of the characters on which the gates are not exact, ``_CASE_GUARD``,
+    normalised text can hold only the dotless i: a test checks it.)"""
     scan = plan.scan
-    if scan is not None and _CASE_GUARD.search(text) is None:
+    if scan is not None and _NORMALISED_CASE_TWIN not in text:
         return scan.candidates(text)
     return -1
 
@@ -509,18 +537,21 @@ def _classify(
             return Error(kind=ErrorKind.INVALID_INPUT)
         if axis is not None:
             hash(axis)
-        unpacked = _unpack(completion)
-        if unpacked is None:
-            return Error(kind=ErrorKind.INVALID_INPUT)
-        sealed, finish = unpacked
+        if type(completion) is str:
+            # An exact str is read as it is: Sealed() would hold this same object (its
+            # copy of an exact str is the str itself), and no subclass can run code.
+            text, finish = completion, FinishReason.STOP
+        else:
+            unpacked = _unpack(completion)
+            if unpacked is None:
+                return Error(kind=ErrorKind.INVALID_INPUT)
+            text, finish = _open(unpacked[0]), unpacked[1]
     except Exception:
         return Error(kind=ErrorKind.INVALID_INPUT)
     if finish is FinishReason.CONTENT_FILTER:
         return Refused(by_provider=True)
     try:
-        return _decide(
-            _open(sealed), finish is FinishReason.LENGTH, rubric, axis, _Clock(rubric.timeout)
-        )
+        return _decide(text, finish is FinishReason.LENGTH, rubric, axis, _Clock(rubric.timeout))
     except TimeoutError:
         return Error(kind=ErrorKind.TIMEOUT)
     except Exception as error:

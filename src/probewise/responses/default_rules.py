@@ -405,4 +405,8 @@ DEFAULT_PREAMBLE: tuple[Rule, ...] = (
 # (see probewise.responses._gates) that lets classify() skip it on openings it cannot
 # match: _gates.ensure_shipped collects the gates (read from _default_gates.json) before
 # the first rubric is checked. (The preamble rules' gates go unused: being vetted lets
-# classify match them without the timer.) Rubric.default() is these three groups.
+# classify match them without the timer.) On an opening of at most 1,024 characters
+# classify matches the refusal and deflection rules without the timer too
+# (tests/responses/test_classify_steps.py holds each one's worst case there to a few
+# milliseconds: keep new patterns free of nested unbounded repeats). Rubric.default()
+# is these three groups.

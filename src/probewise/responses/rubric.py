@@ -95,7 +95,10 @@ class Rubric:
     compliance on that axis. ``own_voice`` (default True) reads the opening after
     speaker and persona tags and a reply in several answers answer by answer (see
     the module notes). ``timeout`` bounds the total matching time of one
-    classification in seconds (past it the outcome is ``Error(kind=TIMEOUT)``).
+    classification in seconds (past it the outcome is ``Error(kind=TIMEOUT)``); the
+    shipped rules, vetted, are matched on an opening of at most 1,024 characters
+    without the regex module's timer, the clock read before each group of them, so a
+    classification may end up to one group's matches (a few milliseconds at worst) late.
     """
 
     refusal: tuple[Rule, ...] = attrs.field(default=(), converter=_to_rules)
