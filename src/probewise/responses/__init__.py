@@ -40,6 +40,9 @@ if TYPE_CHECKING:
         ControlVerdict,
         compare_arms,
     )
+    from probewise.responses.decide import (
+        decided_outcome,
+    )
     from probewise.responses.generators import (
         DEFAULT_FINISH_REASONS,
         BatchGenerate,
@@ -109,6 +112,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ControlState",
         "ControlVerdict",
     ),
+    "probewise.responses.decide": ("decided_outcome",),
     "probewise.responses.generators": (
         "BatchGenerate",
         "DEFAULT_FINISH_REASONS",
@@ -183,6 +187,7 @@ __all__ = [
     "TransformersJudge",
     "classify",
     "compare_arms",
+    "decided_outcome",
     "judge_completion",
     "normalise",
     "run_arm",

@@ -17,7 +17,7 @@ import attrs
 import regex
 
 from probewise.errors import ArgumentTypeError
-from probewise.responses import _boundary, _voice
+from probewise.responses import _boundary, _reach, _voice
 from probewise.responses._gates import CASE_TWINS, anchored, gate_of
 from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, Plan, pattern_of, plan_of
 from probewise.responses.outcome import (
@@ -194,10 +194,12 @@ def _opening_of(
         want = 2 * cut
     head = _join(done, normalise(raw[at:prefix]))
     whole: str | None = head if len(raw) <= prefix else None
+    read = prefix
     if len(head) < limit and whole is None:
-        bound = _prefix_chars(limit)
+        read = bound = _prefix_chars(limit)
         head = _normalise_upto(raw, min(len(raw), bound), clock, done, at)
         whole = head if len(raw) <= bound else None
+    _reach.reads(read, len(raw))  # (the early returns above settled inside raw[:cut + 1])
     return (_opening(head, limit, sentences) if head else ""), whole
 
 
@@ -369,6 +371,8 @@ def _answer(
     and whether a tag opened it. Its opening is read in the model's own voice (see
     :mod:`._voice`), unless the rubric says not to."""
     opening, tagged = "", False
+    if rubric.own_voice:
+        _reach.reads(_voice.NEAR, len(raw))  # (what plain() reads)
     if rubric.own_voice and not _voice.plain(raw):
         own = _voice.voice(raw[: _prefix_chars(rubric.opening_chars)])
         if own is not None:
@@ -419,12 +423,14 @@ def _decide(
             return first
         # A reply on one line is one answer; else every answer must decline.
         bound = min(len(raw), _prefix_chars(rubric.opening_chars))
+        _reach.reads(_prefix_chars(rubric.opening_chars), len(raw))
         if raw.find("\n", 0, bound) < 0 or _every_answer_declines(
             raw, bound, rubric, plan, clock=clock, mapped=mapped, tagged=tagged
         ):
             return first
     if mapped:
         # Axis rules look at the whole normalised text (its first AXIS_CHARS).
+        _reach.reads(AXIS_CHARS, len(raw))
         whole = _normalise_upto(raw, min(len(raw), AXIS_CHARS), clock)
         evidence = tuple(
             r for r in rubric.axes[axis] if r.compiled.search(whole, timeout=clock.left())
