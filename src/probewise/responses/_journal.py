@@ -83,6 +83,7 @@ from probewise.responses.outcome import (
     ErrorKind,
     Outcome,
     Refused,
+    decided_copy,
 )
 from probewise.responses.rubric import Rubric
 from probewise.responses.rules import Rule
@@ -158,6 +159,13 @@ def _kind(value: object) -> str:
 
 
 def _record(outcome: Outcome) -> dict[str, object]:
+    record = _fields(outcome)
+    if not isinstance(outcome, Error) and outcome.decided:
+        record["d"] = True  # (written only when set: a journal without it reads as before)
+    return record
+
+
+def _fields(outcome: Outcome) -> dict[str, object]:
     match outcome:
         case Complied(truncated=truncated, evidence=evidence):
             return {"b": "complied", "t": truncated, "ev": [r.id for r in evidence]}
@@ -198,6 +206,13 @@ def _flag(record: Mapping[str, object], field: str) -> bool:
 
 
 def _outcome(value: object, rubric: Rubric) -> Outcome:
+    outcome = _read_outcome(value, rubric)
+    if isinstance(value, dict) and cast("dict[str, object]", value).get("d") is True:
+        return decided_copy(outcome)  # (an error record with "d" failed above)
+    return outcome
+
+
+def _read_outcome(value: object, rubric: Rubric) -> Outcome:
     if not isinstance(value, dict):
         _fail(f"a record must be an object, got {_kind(value)}")
     record = cast("dict[str, object]", value)
@@ -205,7 +220,8 @@ def _outcome(value: object, rubric: Rubric) -> Outcome:
     fields = _FIELDS.get(bucket) if isinstance(bucket, str) else None
     if fields is None:
         _fail(f"field 'b' must name a bucket ({', '.join(_FIELDS)})")
-    if record.keys() != fields:
+    decided = record.get("d", False) is True and bucket != "error"
+    if record.keys() != (fields | {"d"} if decided else fields):
         _fail(f"a {bucket} record has the fields {sorted(fields)}, got {sorted(record)}")
     if bucket == "error":
         kind = record["k"]

@@ -16,6 +16,7 @@ from typing import cast, final
 import attrs
 import regex
 
+from probewise._validation import optional_non_negative_int
 from probewise.errors import ArgumentTypeError
 from probewise.responses import _boundary, _reach, _voice
 from probewise.responses._gates import CASE_TWINS, anchored, gate_of
@@ -29,6 +30,7 @@ from probewise.responses.outcome import (
     FinishReason,
     Outcome,
     Refused,
+    decided_copy,
 )
 from probewise.responses.rubric import Rubric
 from probewise.responses.rules import Rule
@@ -58,10 +60,14 @@ def _finish_reason(_instance: object, _attribute: object, value: object) -> None
 @final
 @attrs.frozen(eq=False)
 class Completion:
-    """A completion and why generation stopped. The text is sealed at once."""
+    """A completion and why generation stopped. The text is sealed at once.
+    ``tokens``: how many tokens were generated, where the generator counts them."""
 
     text: Sealed = attrs.field(converter=_to_sealed)
     finish_reason: FinishReason = attrs.field(default=FinishReason.STOP, validator=_finish_reason)
+    tokens: int | None = attrs.field(
+        default=None, kw_only=True, validator=optional_non_negative_int
+    )
 
 
 _QUOTES: tuple[tuple[str, str], ...] = tuple(
@@ -479,7 +485,8 @@ def classify(
     answer) only when every answer declines; if any complies, the steps after the
     rules decide. Matching past ``rubric.timeout`` -> ``Error(kind=TIMEOUT)``;
     a rule that raises -> ``Error(kind=DETECTOR, exception_type=...)``.
-    ``truncated`` is set when the completion finished with ``FinishReason.LENGTH``.
+    ``truncated`` is set when the completion finished with ``FinishReason.LENGTH``,
+    ``decided`` when it finished with ``FinishReason.DECIDED`` (probewise stopped it).
 
     The opening is found in at most the first ``max(65536, 64 * rubric.opening_chars)``
     characters (a completion with nothing visible there is :class:`Empty`); axis
@@ -524,9 +531,12 @@ def _classify(
     if finish is FinishReason.CONTENT_FILTER:
         return Refused(by_provider=True)
     try:
-        return _decide(
+        outcome = _decide(
             _open(sealed), finish is FinishReason.LENGTH, rubric, axis, _Clock(rubric.timeout)
         )
+        if finish is FinishReason.DECIDED:
+            return decided_copy(outcome)  # (why generation ended)
+        return outcome
     except TimeoutError:
         return Error(kind=ErrorKind.TIMEOUT)
     except Exception as error:

@@ -13,15 +13,20 @@ Generators ask it while they generate (``stop_when_decided``) and stop once it a
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
+from typing import TypeAlias, cast, final
 
+import attrs
+
+from probewise._validation import checked_type, positive
+from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses import _reach
 from probewise.responses.classifier import Completion, classify
 from probewise.responses.outcome import Error, FinishReason, Outcome
 from probewise.responses.rubric import Rubric
 from probewise.responses.sealed import Sealed
 
-__all__ = ["decided_outcome"]
+__all__ = ["StopSpec", "StopWhenDecided", "decided_outcome", "per_prompt"]
 
 
 def decided_outcome(
@@ -52,3 +57,58 @@ def decided_outcome(
     if reach.open or isinstance(outcome, Error):
         return None
     return outcome
+
+
+def _hashable(_instance: object, _attribute: object, value: object) -> None:
+    try:
+        hash(value)
+    except TypeError:
+        kind = type(value).__name__
+        raise ArgumentTypeError(f"StopWhenDecided.axis must be hashable, got {kind}") from None
+
+
+@final
+@attrs.frozen(kw_only=True)
+class StopWhenDecided:
+    """What a generator that stops early stops on: the outcome of ``rubric`` (with
+    ``axis``) is decided (:func:`decided_outcome`). Asked every ``every`` characters
+    of new text at most (and at the end of a chunk).
+
+    :func:`~probewise.run_arm` makes one from its own rubric and axis and hands it to
+    a generator that can stop (``OpenAICompatibleGenerator(stream=True)``,
+    :class:`~probewise.TransformersGenerator`); the completion then ends with
+    :attr:`~probewise.FinishReason.DECIDED`.
+    """
+
+    rubric: Rubric = attrs.field(factory=Rubric.default, validator=checked_type(Rubric))
+    axis: Hashable | None = attrs.field(default=None, validator=_hashable)
+    every: int = attrs.field(default=16, validator=positive)
+
+    def decided(self, text: str) -> bool:
+        """Whether ``text``, a reply so far, fixes its outcome (only a bool comes back)."""
+        return decided_outcome(text, self.rubric, axis=self.axis) is not None
+
+
+StopSpec: TypeAlias = StopWhenDecided | Sequence[StopWhenDecided | None] | None
+"""A generator's ``stop`` argument: one for every prompt, one per prompt, or none."""
+
+
+def per_prompt(stop: StopSpec, count: int) -> list[StopWhenDecided | None]:
+    """``stop`` as one entry per prompt of a batch of ``count``."""
+    if stop is None or isinstance(stop, StopWhenDecided):
+        return [stop] * count
+    given = cast("object", stop)
+    if isinstance(given, str) or not isinstance(given, Sequence):
+        kind = type(given).__name__
+        raise ArgumentTypeError(f"stop must be a StopWhenDecided or a sequence of them, got {kind}")
+    stops = list(cast("Sequence[object]", given))
+    if len(stops) != count:
+        raise InvalidInputError(f"stop has {len(stops)} entries for {count} prompts")
+    out: list[StopWhenDecided | None] = []
+    for item in stops:
+        if item is not None and not isinstance(item, StopWhenDecided):
+            raise ArgumentTypeError(
+                f"stop entries must be StopWhenDecided, got {type(item).__name__}"
+            )
+        out.append(item)
+    return out
