@@ -14,7 +14,7 @@ import random
 import time
 import traceback
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -103,6 +103,22 @@ def _chain(error: BaseException) -> list[str]:
     return out
 
 
+def _channels(
+    logs: _Everything, generator: OpenAICompatibleGenerator, results: Sequence[object]
+) -> list[str]:
+    """The logs, the generator's reprs and every result with its exception chain (each
+    error built fresh: it chains to nothing)."""
+    channels = [*list(logs.lines), repr(generator), generator.base_url]
+    assert any(line.startswith("httpx INFO") for line in logs.lines)  # the capture works
+    for result in results:
+        channels += [repr(result), str(result)]
+        if isinstance(result, BaseException):
+            assert result.__context__ is None
+            assert result.__cause__ is None
+            channels += _chain(result)
+    return channels
+
+
 def _clean(channels: list[str], *secrets: str) -> None:
     for secret in (CANARY, *secrets):
         hits = sum(secret in item for item in channels)
@@ -151,15 +167,8 @@ def test_no_body_byte_key_or_password_reaches_any_log(
     for prompt in ("dribble:1", "interim:1"):
         assert isinstance(by_prompt[prompt], ServerTimeoutError), prompt
     assert isinstance(by_prompt["retryyear:1"], ServerStatusError)
-    channels = [*list(logs.lines), repr(generator), generator.base_url]
-    assert any(line.startswith("httpx INFO") for line in logs.lines)  # the capture works
+    channels = _channels(logs, generator, results)
     assert any(line.startswith("httpcore") for line in logs.lines)
-    for result in results:
-        channels += [repr(result), str(result)]
-        if isinstance(result, BaseException):
-            assert result.__context__ is None
-            assert result.__cause__ is None
-            channels += _chain(result)
     for prompt in ("statusline:1", "reason:1"):
         try:
             generator(prompt)
@@ -360,14 +369,7 @@ def test_no_streamed_byte_key_or_password_reaches_any_log(
     assert isinstance(by_prompt["ssedribble:1"], ServerTimeoutError)
     for prompt in ("ssefinish-abort:1", "ssenofinish:1"):
         assert isinstance(by_prompt[prompt], UnknownFinishReasonError), prompt
-    channels = [*list(logs.lines), repr(generator), generator.base_url]
-    assert any(line.startswith("httpx INFO") for line in logs.lines)  # the capture works
-    for result in results:
-        channels += [repr(result), str(result)]
-        if isinstance(result, BaseException):
-            assert result.__context__ is None
-            assert result.__cause__ is None
-            channels += _chain(result)
+    channels = _channels(logs, generator, results)
     del results, by_prompt, decided
     gc.collect()
     captured = capfd.readouterr()

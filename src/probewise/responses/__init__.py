@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         compare_arms,
     )
     from probewise.responses.decide import (
+        StopWhenDecided,
         decided_outcome,
     )
     from probewise.responses.generators import (
@@ -112,7 +113,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ControlState",
         "ControlVerdict",
     ),
-    "probewise.responses.decide": ("decided_outcome",),
+    "probewise.responses.decide": ("decided_outcome", "StopWhenDecided"),
     "probewise.responses.generators": (
         "BatchGenerate",
         "DEFAULT_FINISH_REASONS",
@@ -182,6 +183,7 @@ __all__ = [
     "RubricBucket",
     "Rule",
     "Sealed",
+    "StopWhenDecided",
     "ThreeWayRates",
     "TransformersGenerator",
     "TransformersJudge",

@@ -7,7 +7,9 @@ header: ``{"format": "probewise.arm-journal/3", "run": {...}}``, the run's ident
 batch, a JSON array of ``[key, record]`` pairs. A key is the prompt id tagged with its
 type (``s:`` and the string, or ``i:`` and the int in canonical decimal, at most
 :data:`MAX_INT_DIGITS` digits). A record names the bucket (``b``), the truncation flag
-(``t``), the rule ids (``r``, or ``ev`` for axis evidence; resolved against the rubric
+(``t``), the decided flag (``d``: written only when true, so that a record without
+it reads as before and an earlier probewise refuses a record with it by its fields),
+the rule ids (``r``, or ``ev`` for axis evidence; resolved against the rubric
 on resume), the provider flag (``p``), the error kind (``k``) and a digest of the
 prompt's text (``h``: 16 hex digits of its SHA-256, or null for a prompt that is not
 text or JSON), and nothing else.
