@@ -362,7 +362,7 @@ def test_no_streamed_byte_key_or_password_reaches_any_log(
     decided = by_prompt["sselong:1"]
     assert isinstance(decided, Completion)
     assert decided.finish_reason is FinishReason.DECIDED
-    assert classify(decided) == Complied(truncated=False)
+    assert classify(decided) == Complied(decided=True)  # never truncated
     for prompt in ("ssejunk:1", "sseerror:1", "ssegzip:1"):
         assert type(by_prompt[prompt]) is MalformedResponseError, prompt
     assert isinstance(by_prompt["ssebig:1"], ResponseTooLargeError)
