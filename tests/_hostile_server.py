@@ -56,6 +56,24 @@ def answer(chat: bool, finish: object = "stop", *, absent: bool = False) -> byte
     return json.dumps({"id": CANARY, "choices": [choice]}).encode()
 
 
+def _event(chat: bool, text: str | None, finish: object = None) -> bytes:
+    """One server-sent event of a streamed completion."""
+    choice: dict[str, object] = (
+        {"index": 0, "delta": {} if text is None else {"content": text}}
+        if chat
+        else {"index": 0, "text": text or ""}
+    )
+    choice["finish_reason"] = finish
+    return b"data: " + json.dumps({"id": CANARY, "choices": [choice]}).encode() + b"\n\n"
+
+
+# Streamed behaviours (asked with "stream": true; any other answers a stream request
+# with one JSON body, as a server that does not stream would).
+STREAMED = frozenset(
+    {"sse", "sselong", "ssejunk", "sseerror", "ssebig", "ssedribble", "ssegzip", "ssenofinish"}
+)
+
+
 class HostileServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -74,6 +92,7 @@ class HostileServer(socketserver.ThreadingTCPServer):
         self.requests = 0
         self.attempts: Counter[str] = Counter()
         self.auth: list[str | None] = []
+        self.streams_cut = 0  # streams the client closed before their end
         self._bomb: tuple[int, bytes] | None = None
 
     def bomb(self) -> bytes:
@@ -136,6 +155,11 @@ class _Handler(socketserver.BaseRequestHandler):
                 self.server.attempts[prompt] += 1
                 attempt = self.server.attempts[prompt]
                 self.server.auth.append(headers.get("authorization"))
+            if document.get("stream") is True and (
+                behaviour in STREAMED or behaviour.startswith("ssefinish-")
+            ):
+                self.stream(behaviour, chat)
+                return
             if not self.respond(behaviour, chat, attempt):
                 return
 
@@ -151,6 +175,40 @@ class _Handler(socketserver.BaseRequestHandler):
     def slowly(self, data: bytes) -> None:
         for i, _ in zip(range(len(data)), self.waiting(), strict=False):
             self.send(data[i : i + 1])
+
+    def stream(self, behaviour: str, chat: bool) -> None:
+        """Answer with server-sent events, then close the connection."""
+        encoding = "Content-Encoding: gzip\r\n" if behaviour == "ssegzip" else ""
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{encoding}\r\n"
+        events = [b": a comment line\n\n", _event(chat, None)]
+        events += [_event(chat, word) for word in _STOP.split(" ")]
+        finish: object = behaviour.removeprefix("ssefinish-") if "finish-" in behaviour else "stop"
+        try:
+            self.send(head.encode())
+            if behaviour == "ssedribble":
+                self.slowly(b"".join(events))
+            elif behaviour == "ssejunk":
+                self.send(events[2] + f"data: not json {CANARY}\n\n".encode())
+            elif behaviour == "sseerror":
+                self.send(
+                    events[2] + b'data: {"error": {"message": "' + CANARY.encode() + b'"}}\n\n'
+                )
+            elif behaviour in ("sselong", "ssebig"):
+                # Words (sselong) or long runs of the canary (ssebig), until the client
+                # closes the stream or slow_seconds pass; never a finish_reason.
+                word = f" {CANARY} and more" if behaviour == "sselong" else CANARY * 4096
+                self.send(b"".join(events[:-1]))
+                end = time.monotonic() + self.server.slow_seconds
+                while time.monotonic() < end and not self.server.stopping.wait(0.001):
+                    self.send(_event(chat, word))
+            elif behaviour == "ssenofinish":
+                self.send(b"".join(events) + b"data: [DONE]\n\n")
+            else:
+                data = b"".join(events) + _event(chat, None, finish) + b"data: [DONE]\n\n"
+                self.send(data if chat else data.replace(b"\n", b"\r\n"))  # both line ends
+        except OSError:  # the client closed the stream
+            with self.server.lock:
+                self.server.streams_cut += 1
 
     def head(self, status: str, length: int | None, extra: str = "") -> bytes:
         sized = "" if length is None else f"Content-Length: {length}\r\n"

@@ -683,7 +683,8 @@ def test_structure_refuses_bad_matrices_as_from_dict_does(document: dict[str, ob
             ArmTally.from_dict,
             {"complied": 1, "bogus": 2},
             "unknown ArmTally fields ['bogus']; expected "
-            "['complied', 'deflected', 'refused', 'empty', 'error', 'truncated']",
+            "['complied', 'deflected', 'refused', 'empty', 'error', 'truncated', "
+            "'decided', 'tokens', 'counted']",
         ),
         (ArmTally.from_dict, {"refused": "3"}, "ArmTally.refused must be an int, got str"),
         (ArmTally.from_dict, {"empty": -1}, "ArmTally.empty must be >= 0, got -1"),

@@ -372,3 +372,32 @@ def test_timeout_bounds_each_attempt_against_a_dribbling_server(
     assert "2 prompts in arm A and 2 in arm B" in err
     assert elapsed < 6.0, f"{elapsed:.1f} s"
     assert "zq-canary" not in out + err
+
+
+@pytest.mark.parametrize("stop", [True, False])
+def test_arms_stops_replies_once_decided(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], stop: bool
+) -> None:
+    """On by default: each reply is streamed and closed once decided; the report
+    counts decided replies and tokens per prompt. --no-stop-when-decided reads whole."""
+    from _hostile_server import hostile, hostile_url
+
+    with hostile() as hostile_server:
+        hostile_server.slow_seconds = 0.5
+        url = hostile_url(hostile_server)
+        prompts = _jsonl(tmp_path / "p.jsonl", {"q1": "sse:1", "q2": "sselong:1"})
+        flag = [] if stop else ["--no-stop-when-decided"]
+        status = main(["arms", str(prompts), "--a", f"{url}#a", "--b", f"{url}#b", *flag])
+    out, err = capfd.readouterr()
+    _clean(out, err)
+    if stop:
+        assert status == 0
+        assert "decided    all       1/2" in out
+        assert "tokens     /prompt" in out
+        assert "(2 prompts)" in out
+    else:
+        # Not streamed: the server answers with one JSON body each (the sse behaviours
+        # stream only when asked to), so nothing is decided and no tokens are counted.
+        assert status == 0
+        assert "decided    all       0/2" in out
+        assert "not counted" in out

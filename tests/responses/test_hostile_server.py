@@ -14,12 +14,12 @@ import random
 import time
 import traceback
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
 from _hostile_server import CANARY, HostileServer, hostile, hostile_url
-from probewise import Completion, FinishReason, OpenAICompatibleGenerator
+from probewise import Completion, Complied, FinishReason, OpenAICompatibleGenerator, classify
 from probewise.errors import (
     InferenceServerError,
     InvalidInputError,
@@ -30,6 +30,7 @@ from probewise.errors import (
     ServerTimeoutError,
     UnknownFinishReasonError,
 )
+from probewise.responses.decide import StopWhenDecided
 from probewise.responses.generators import _retry_after
 
 PASSWORD = "pw-d41d8cd9"
@@ -102,6 +103,22 @@ def _chain(error: BaseException) -> list[str]:
     return out
 
 
+def _channels(
+    logs: _Everything, generator: OpenAICompatibleGenerator, results: Sequence[object]
+) -> list[str]:
+    """The logs, the generator's reprs and every result with its exception chain (each
+    error built fresh: it chains to nothing)."""
+    channels = [*list(logs.lines), repr(generator), generator.base_url]
+    assert any(line.startswith("httpx INFO") for line in logs.lines)  # the capture works
+    for result in results:
+        channels += [repr(result), str(result)]
+        if isinstance(result, BaseException):
+            assert result.__context__ is None
+            assert result.__cause__ is None
+            channels += _chain(result)
+    return channels
+
+
 def _clean(channels: list[str], *secrets: str) -> None:
     for secret in (CANARY, *secrets):
         hits = sum(secret in item for item in channels)
@@ -150,15 +167,8 @@ def test_no_body_byte_key_or_password_reaches_any_log(
     for prompt in ("dribble:1", "interim:1"):
         assert isinstance(by_prompt[prompt], ServerTimeoutError), prompt
     assert isinstance(by_prompt["retryyear:1"], ServerStatusError)
-    channels = [*list(logs.lines), repr(generator), generator.base_url]
-    assert any(line.startswith("httpx INFO") for line in logs.lines)  # the capture works
+    channels = _channels(logs, generator, results)
     assert any(line.startswith("httpcore") for line in logs.lines)
-    for result in results:
-        channels += [repr(result), str(result)]
-        if isinstance(result, BaseException):
-            assert result.__context__ is None
-            assert result.__cause__ is None
-            channels += _chain(result)
     for prompt in ("statusline:1", "reason:1"):
         try:
             generator(prompt)
@@ -307,3 +317,87 @@ def test_a_bad_finish_reason_map_is_refused(bad: object) -> None:
 def test_a_bad_cap_is_refused(cap: object) -> None:
     with pytest.raises(ProbewiseError):
         OpenAICompatibleGenerator("http://h/v1", "m", max_tokens=1, max_response_bytes=cap)  # type: ignore[arg-type]
+
+
+STREAMED = [
+    "sse:1",
+    "stop:5",  # a server that answers a stream request with one JSON body
+    "ssejunk:1",
+    "sseerror:1",
+    "ssedribble:1",
+    "ssegzip:1",
+    "ssefinish-abort:1",
+    "ssenofinish:1",
+    "sselong:1",
+]
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_no_streamed_byte_key_or_password_reaches_any_log(
+    server: HostileServer, logs: _Everything, capfd: pytest.CaptureFixture[str], chat: bool
+) -> None:
+    """The streaming path keeps every guarantee of the whole-body one: one deadline,
+    the byte cap, errors that name the shape only, logs without a byte of the stream."""
+    server.dribble_seconds = 0.05
+    server.slow_seconds = 6.0
+    generator = _generator(
+        server,
+        userinfo=f"user:{PASSWORD}@",
+        api_key=KEY,
+        max_response_bytes=256 * 1024,
+        stream=True,
+        chat=chat,
+        timeout=2.0,
+        concurrency=4,
+    )
+    results = [*generator.generate_batch(STREAMED, stop=StopWhenDecided())]
+    # A stream past the cap (asked without a stop: its opening would decide it first).
+    results += generator.generate_batch(["ssebig:1"])
+    by_prompt = dict(zip([*STREAMED, "ssebig:1"], results, strict=True))
+    for prompt in ("sse:1", "stop:5"):
+        result = by_prompt[prompt]
+        assert isinstance(result, Completion), prompt
+        assert result.finish_reason is FinishReason.STOP
+        assert classify(result) == Complied()
+    decided = by_prompt["sselong:1"]
+    assert isinstance(decided, Completion)
+    assert decided.finish_reason is FinishReason.DECIDED
+    assert classify(decided) == Complied(decided=True)  # never truncated
+    for prompt in ("ssejunk:1", "sseerror:1", "ssegzip:1"):
+        assert type(by_prompt[prompt]) is MalformedResponseError, prompt
+    assert isinstance(by_prompt["ssebig:1"], ResponseTooLargeError)
+    assert isinstance(by_prompt["ssedribble:1"], ServerTimeoutError)
+    for prompt in ("ssefinish-abort:1", "ssenofinish:1"):
+        assert isinstance(by_prompt[prompt], UnknownFinishReasonError), prompt
+    channels = _channels(logs, generator, results)
+    del results, by_prompt, decided
+    gc.collect()
+    captured = capfd.readouterr()
+    channels += [captured.out, captured.err]
+    _clean(channels, PASSWORD, KEY)
+
+
+def test_a_decided_stream_is_closed_early(server: HostileServer) -> None:
+    server.slow_seconds = 3.0
+    generator = _generator(server, stream=True, timeout=5.0)
+    start = time.monotonic()
+    (result,) = generator.generate_batch(["sselong:1"], stop=StopWhenDecided())
+    assert isinstance(result, Completion)
+    assert result.finish_reason is FinishReason.DECIDED
+    assert time.monotonic() - start < 2.0
+    deadline = time.monotonic() + 2.0
+    while server.streams_cut == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.streams_cut == 1  # the server saw the stream closed under it
+    # Without a stop the same stream runs until the server ends it, with no finish reason.
+    server.slow_seconds = 0.3
+    (whole,) = generator.generate_batch(["sselong:2"])
+    assert isinstance(whole, UnknownFinishReasonError)
+    assert "ended without a finish_reason" in str(whole)
+
+
+def test_stream_needs_a_bool(server: HostileServer) -> None:
+    with pytest.raises(InvalidInputError, match="stream must be a bool"):
+        _generator(server, stream="yes")
+    assert _generator(server, stream=True).can_stop_when_decided
+    assert not _generator(server).can_stop_when_decided

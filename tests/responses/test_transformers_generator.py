@@ -153,3 +153,38 @@ def test_chat_template_wraps_each_prompt_as_one_user_turn() -> None:
     plain = TransformersGenerator(make_model(tokenizer), tokenizer, chat_template=False)
     assert plain._texts(["is the"]) == ["is the"]
     assert generator("is the").finish_reason is FinishReason.LENGTH
+
+
+def test_rows_stop_once_decided() -> None:
+    """Row 0 stops once its outcome is decided; row 1 (no stop) runs to the limit.
+    The decided outcome is the whole reply's, marked decided and not truncated."""
+    from probewise import Complied, Rubric
+    from probewise.responses.decide import StopWhenDecided
+
+    tokenizer = make_tokenizer("answer")  # "answer answer ...": no EOS
+    generator = TransformersGenerator(
+        make_model(tokenizer), tokenizer, max_new_tokens=40, batch_size=2
+    )
+    assert generator.can_stop_when_decided
+    rubric = Rubric(opening_chars=20)
+    stop = StopWhenDecided(rubric=rubric)
+    decided, whole = generator.generate_batch(["here is", "here is"], stop=[stop, None])
+    assert isinstance(decided, Completion)
+    assert isinstance(whole, Completion)
+    assert decided.finish_reason is FinishReason.DECIDED
+    assert whole.finish_reason is FinishReason.LENGTH
+    assert whole.tokens == 40
+    assert decided.tokens is not None
+    assert 0 < decided.tokens < 40
+    assert decided.tokens % 4 == 0  # asked every four tokens
+    assert classify(decided, rubric) == Complied(decided=True)
+    assert classify(whole, rubric) == Complied(truncated=True)
+    # run_arm stops by default and counts the tokens.
+    tally = run_arm({1: "here is", 2: "here is"}, generator, rubric)
+    assert tally.complied == 2
+    assert tally.decided == 2
+    assert tally.truncated == 0
+    assert tally.counted == 2
+    assert tally.tokens == 2 * decided.tokens
+    off = run_arm({1: "here is"}, generator, rubric, stop_when_decided=False)
+    assert (off.decided, off.truncated, off.tokens) == (0, 1, 40)

@@ -493,6 +493,13 @@ def _arms(parser: argparse.ArgumentParser) -> None:
         "--retries", type=int, default=3, metavar="N", help="retries on 408/429/5xx/timeouts (3)"
     )
     parser.add_argument(
+        "--stop-when-decided",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="stream each reply and stop it once its outcome is decided (on: the outcome "
+        "is the whole reply's; a server that does not stream sends whole replies)",
+    )
+    parser.add_argument(
         "--completions",
         action="store_true",
         help="POST /completions with the raw prompt instead of /chat/completions",

@@ -101,6 +101,7 @@ def _generator(
         max_response_bytes=args.max_response_bytes,
         chat=not args.completions,
         system_prompt=args.system_prompt,
+        stream=args.stop_when_decided,
     )
 
 
@@ -126,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             progress=False if args.no_progress else None,
             checkpoint=args.checkpoint,
             resume_anyway=args.resume_anyway,
+            stop_when_decided=args.stop_when_decided,
         )
     except KeyboardInterrupt:
         resume = " (rerun the same command to resume)" if args.checkpoint else ""
@@ -183,6 +185,13 @@ def _rates(tally: ArmTally) -> dict[str, object]:
     }
 
 
+def _tokens(tally: ArmTally) -> str:
+    """Tokens generated per prompt, over the prompts whose count the server gave."""
+    if not tally.counted:
+        return "not counted"
+    return f"{tally.tokens_per_prompt:.1f} ({tally.counted} prompts)"
+
+
 def _print(result: PairedResult, targets: tuple[_Target, _Target]) -> None:
     a, b = result.tally_a, result.tally_b
     print(f"probewise arms: {len(result.pairs)} prompts (texts are never shown)")
@@ -203,6 +212,8 @@ def _print(result: PairedResult, targets: tuple[_Target, _Target]) -> None:
             f"{test.only_a:>6} {test.only_b:>6} {test.p_value:>9.3g}"
         )
     print(f"{'truncated':<10} {'all':<9} {f'{a.truncated}/{a.n}':<30} {b.truncated}/{b.n}")
+    print(f"{'decided':<10} {'all':<9} {f'{a.decided}/{a.n}':<30} {b.decided}/{b.n}")
+    print(f"{'tokens':<10} {'/prompt':<9} {_tokens(a):<30} {_tokens(b)}")
     print(
         "\nintervals: Wilson score, 95%. McNemar: exact, two-sided, over the prompts whose "
         "bucket differs between the arms."

@@ -40,6 +40,10 @@ if TYPE_CHECKING:
         ControlVerdict as ControlVerdict,
         compare_arms as compare_arms,
     )
+    from probewise.responses.decide import (
+        StopWhenDecided as StopWhenDecided,
+        decided_outcome as decided_outcome,
+    )
     from probewise.responses.generators import (
         DEFAULT_FINISH_REASONS as DEFAULT_FINISH_REASONS,
         BatchGenerate as BatchGenerate,

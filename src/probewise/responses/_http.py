@@ -34,7 +34,7 @@ import enum
 import logging
 import urllib.parse
 import zlib
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, final
 
 import attrs
@@ -42,7 +42,7 @@ import attrs
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["Failure", "Reply", "exchange", "quiet_logs", "shown_url"]
+__all__ = ["Failure", "Reply", "Streamed", "exchange", "quiet_logs", "shown_url", "stream_exchange"]
 
 # Every logger httpx and httpcore write to (httpcore names one per module).
 _LOGGERS = (
@@ -207,6 +207,107 @@ async def exchange(
                 if isinstance(content, Failure):
                     return content
                 return Reply(status=status, retry_after=retry_after, body=content)
+    except (TimeoutError, httpx.TimeoutException):
+        failure = Failure.TIMEOUT
+    except httpx.TransportError:  # its message may quote what the server sent: dropped
+        failure = Failure.CONNECTION
+    return failure
+
+
+class Streamed(enum.Enum):
+    """How a stream of server-sent events ended (its events went to the caller's feed)."""
+
+    DONE = "done"
+    """The server sent ``data: [DONE]``."""
+    CLOSED = "closed"
+    """The server closed the stream without ``[DONE]``."""
+    STOPPED = "stopped"
+    """The feed asked to stop: the stream was closed from this side."""
+
+
+def _events(buffer: bytearray, feed: Callable[[bytes], bool]) -> Streamed | None:
+    """Hands each complete event's data in ``buffer`` to ``feed`` (and removes it):
+    ``DONE`` at ``[DONE]``, ``STOPPED`` when ``feed`` says to stop, else None."""
+    while True:
+        end = buffer.find(b"\n\n")
+        if end < 0:
+            return None
+        event = bytes(buffer[:end])
+        del buffer[: end + 2]
+        data = [
+            line[5:].removeprefix(b" ")
+            for line in event.split(b"\n")
+            if line.startswith(b"data:")  # comments (":"), "event:", "id:", "retry:": skipped
+        ]
+        if not data:
+            continue
+        payload = b"\n".join(data)
+        if payload.strip() == b"[DONE]":
+            return Streamed.DONE
+        if feed(payload):
+            return Streamed.STOPPED
+
+
+async def _stream(
+    response: httpx.Response, cap: int, feed: Callable[[bytes], bool]
+) -> Streamed | Failure:
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):  # asked for identity: a server that packs anyway
+        return Failure.ENCODING
+    read = 0
+    buffer = bytearray()
+    pending = b""  # a CR that ended a chunk: it may start a CR LF
+    async for chunk in response.aiter_raw(_CHUNK):
+        read += len(chunk)
+        if read > cap:
+            return Failure.TOO_LARGE
+        piece, pending = pending + chunk, b""
+        if piece.endswith(b"\r"):
+            piece, pending = piece[:-1], b"\r"
+        buffer += piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        ended = _events(buffer, feed)
+        if ended is not None:
+            return ended
+    buffer += b"\n" * len(pending) + b"\n\n"  # a last event without its blank line
+    ended = _events(buffer, feed)
+    return Streamed.CLOSED if ended is None else ended
+
+
+async def stream_exchange(
+    client: httpx.AsyncClient,
+    path: str,
+    body: dict[str, object],
+    *,
+    deadline: float,
+    cap: int,
+    feed: Callable[[bytes], bool],
+) -> Reply | Streamed | Failure:
+    """POST ``body`` (which asks for a stream) as JSON to ``path`` and read the
+    server-sent events, each event's data to ``feed`` (which returns True to stop:
+    the stream is closed then, with its connection). Under the same bounds as
+    :func:`exchange`: ``deadline`` over the whole exchange, ``cap`` on the bytes of
+    the stream; the stream is asked for unpacked (a packed one is refused). A server
+    that answers with a whole JSON body instead (it does not stream) gives a
+    :class:`Reply` with that body, as :func:`exchange` would.
+    """
+    import httpx
+
+    failure: Failure | None = None
+    headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
+    try:
+        async with asyncio.timeout(deadline):
+            async with client.stream("POST", path, json=body, headers=headers) as response:
+                status = response.status_code
+                retry_after = response.headers.get("retry-after")
+                if not response.is_success:
+                    return Reply(status=status, retry_after=retry_after, body=None)
+                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if kind != "text/event-stream":
+                    content = await _body(response, cap)
+                    if isinstance(content, Failure):
+                        return content
+                    return Reply(status=status, retry_after=retry_after, body=content)
+                return await _stream(response, cap, feed)
     except (TimeoutError, httpx.TimeoutException):
         failure = Failure.TIMEOUT
     except httpx.TransportError:  # its message may quote what the server sent: dropped

@@ -7,7 +7,9 @@ header: ``{"format": "probewise.arm-journal/3", "run": {...}}``, the run's ident
 batch, a JSON array of ``[key, record]`` pairs. A key is the prompt id tagged with its
 type (``s:`` and the string, or ``i:`` and the int in canonical decimal, at most
 :data:`MAX_INT_DIGITS` digits). A record names the bucket (``b``), the truncation flag
-(``t``), the rule ids (``r``, or ``ev`` for axis evidence; resolved against the rubric
+(``t``), the decided flag (``d``: written only when true, so that a record without
+it reads as before and an earlier probewise refuses a record with it by its fields),
+the rule ids (``r``, or ``ev`` for axis evidence; resolved against the rubric
 on resume), the provider flag (``p``), the error kind (``k``) and a digest of the
 prompt's text (``h``: 16 hex digits of its SHA-256, or null for a prompt that is not
 text or JSON), and nothing else.
@@ -83,6 +85,7 @@ from probewise.responses.outcome import (
     ErrorKind,
     Outcome,
     Refused,
+    decided_copy,
 )
 from probewise.responses.rubric import Rubric
 from probewise.responses.rules import Rule
@@ -158,6 +161,13 @@ def _kind(value: object) -> str:
 
 
 def _record(outcome: Outcome) -> dict[str, object]:
+    record = _fields(outcome)
+    if not isinstance(outcome, Error) and outcome.decided:
+        record["d"] = True  # (written only when set: a journal without it reads as before)
+    return record
+
+
+def _fields(outcome: Outcome) -> dict[str, object]:
     match outcome:
         case Complied(truncated=truncated, evidence=evidence):
             return {"b": "complied", "t": truncated, "ev": [r.id for r in evidence]}
@@ -198,6 +208,13 @@ def _flag(record: Mapping[str, object], field: str) -> bool:
 
 
 def _outcome(value: object, rubric: Rubric) -> Outcome:
+    outcome = _read_outcome(value, rubric)
+    if isinstance(value, dict) and cast("dict[str, object]", value).get("d") is True:
+        return decided_copy(outcome)  # (an error record with "d" failed above)
+    return outcome
+
+
+def _read_outcome(value: object, rubric: Rubric) -> Outcome:
     if not isinstance(value, dict):
         _fail(f"a record must be an object, got {_kind(value)}")
     record = cast("dict[str, object]", value)
@@ -205,7 +222,8 @@ def _outcome(value: object, rubric: Rubric) -> Outcome:
     fields = _FIELDS.get(bucket) if isinstance(bucket, str) else None
     if fields is None:
         _fail(f"field 'b' must name a bucket ({', '.join(_FIELDS)})")
-    if record.keys() != fields:
+    decided = record.get("d", False) is True and bucket != "error"
+    if record.keys() != (fields | {"d"} if decided else fields):
         _fail(f"a {bucket} record has the fields {sorted(fields)}, got {sorted(record)}")
     if bucket == "error":
         kind = record["k"]

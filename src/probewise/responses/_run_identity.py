@@ -109,9 +109,12 @@ class RunIdentity:
     rubric: str
 
     @classmethod
-    def of(cls, generate: object, rubric: Rubric) -> RunIdentity:
-        """The identity of a run of ``generate`` under ``rubric``."""
+    def of(cls, generate: object, rubric: Rubric, *, stops: bool = False) -> RunIdentity:
+        """The identity of a run of ``generate`` under ``rubric`` (``stops``: it stops
+        replies once decided, which marks their outcomes so)."""
         described = generator_identity(generate)
+        if stops:
+            described["stop_when_decided"] = True
         return cls(generator=tuple(sorted(described.items())), rubric=rubric_fingerprint(rubric))
 
     def to_json(self) -> dict[str, object]:

@@ -27,7 +27,9 @@ import re
 
 import regex
 
-__all__ = ["LATER_ANSWERS", "later_answers", "plain", "voice"]
+from probewise.responses import _reach
+
+__all__ = ["LATER_ANSWERS", "NEAR", "later_answers", "plain", "voice"]
 
 # Symbols that tag a speaker: emoji, dingbats, pictographs, private-use glyphs, and the
 # joiners and selectors that build emoji sequences.
@@ -83,6 +85,7 @@ _EMPHASIS = regex.compile(r"\*{1,3}|(?<![\p{L}\p{N}])_{1,3}|_{1,3}(?![\p{L}\p{N}
 # Where an answer may start in plain prose: the first character is a letter and no
 # colon is near (a name tag ends in one). Anything else is looked at.
 _NEAR = 64
+NEAR = _NEAR  # (what plain() reads: classify's decision point needs it)
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 # What a name tag at the start of a text that opens with an ASCII letter must look
 # like, loosely (every name tag ``_ITEM`` sets aside there matches it): a first word,
@@ -93,6 +96,10 @@ _NAME_LIKE = re.compile(
     r"[ \t]?[^\s\w:]{0,8}[ \t]*:"
 )
 _ITEMS_LIMIT = 12
+# The most characters other than whitespace and "#" that one match of _ITEM, _ECHO or
+# _NAME_LIKE consumes or looks at (about 300: a named tag, the echo): their unbounded
+# parts take only those (see _reach.scanned).
+_SPAN = 512
 
 # A persona tag at the start of a line, the start of a later answer.
 LATER_ANSWERS = regex.compile(
@@ -113,6 +120,7 @@ def voice(raw: str) -> tuple[str, bool] | None:
     """The text of an answer with what opens it set aside, and whether a tag was among
     it; None when there is nothing to set aside."""
     if raw[:1] in _ASCII_LETTERS and "*" not in raw[:_NEAR] and _NAME_LIKE.match(raw) is None:
+        _reach.scanned(raw, 0, _SPAN)
         return None
     kept: list[str] = []
     at = 0
@@ -130,6 +138,7 @@ def voice(raw: str) -> tuple[str, bool] | None:
         # Space, a fence, a quote marker, a tag or a bare emphasis marker: set aside.
         tagged = tagged or found.group("tag") is not None
         at = found.end()
+    _reach.scanned(raw, at, _SPAN)  # (every item above was matched at or before at)
     echo = _ECHO.match(raw, at)
     if echo is not None:
         at = echo.end()

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import TypeVar, cast, final
+from typing import Protocol, TypeVar, cast, final
 
 import attrs
 
@@ -26,6 +26,7 @@ from probewise.errors import ArgumentTypeError, InputFileError, InvalidInputErro
 from probewise.responses import _boundary, _journal, _run_identity
 from probewise.responses.classifier import Completion, classify
 from probewise.responses.control import ControlVerdict, compare_arms
+from probewise.responses.decide import StopWhenDecided
 from probewise.responses.generators import BatchGenerate, Generate
 from probewise.responses.judge import Judge, JudgeAgreement, JudgeVerdict, judge_completion
 from probewise.responses.outcome import Empty, Error, ErrorKind, Outcome
@@ -36,6 +37,7 @@ from probewise.responses.stats import ArmTally, McNemar, OutcomeBucket, mcnemar
 __all__ = ["OutcomePair", "PairedResult", "run_arm", "run_arm_shards", "run_paired"]
 
 P = TypeVar("P")
+P_contra = TypeVar("P_contra", contravariant=True)
 K = TypeVar("K", bound=Hashable)
 
 
@@ -93,7 +95,7 @@ def _sealed(result: object) -> Completion | Sealed | Error:
 
 
 def _generate_chunk(
-    prompts: list[P], generate: object, batched: bool
+    prompts: list[P], generate: object, batched: bool, stops: list[StopWhenDecided] | None = None
 ) -> list[Completion | Sealed | Error]:
     """Each prompt's sealed completion, or the Error outcome of its generation.
 
@@ -107,7 +109,12 @@ def _generate_chunk(
     if batched:
         batch = cast("BatchGenerate[P]", generate)
         try:
-            results = cast("object", batch.generate_batch(prompts))
+            results = cast(
+                "object",
+                batch.generate_batch(prompts)
+                if stops is None
+                else cast("_Stops[P]", batch).generate_batch(prompts, stop=stops),
+            )
         except Exception as error:  # the whole batch failed: every prompt is an Error
             return [_failed(error)] * len(prompts)
         except BaseException as error:
@@ -145,6 +152,44 @@ def _generate_chunk(
     return out
 
 
+class _Stops(Protocol[P_contra]):
+    """A batch generator that can stop each reply once its outcome is decided."""
+
+    def generate_batch(
+        self, prompts: Sequence[P_contra], *, stop: Sequence[StopWhenDecided]
+    ) -> Sequence[Completion | BaseException]: ...
+
+
+def _stops(generate: object, batched: bool, judge: Judge | None, wanted: bool) -> bool:
+    """Whether this run stops replies once decided: asked for, exact (no judge, which
+    reads the whole reply), and the generator can."""
+    if not isinstance(wanted, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ArgumentTypeError(f"stop_when_decided must be a bool, got {type(wanted).__name__}")
+    return (
+        wanted
+        and judge is None
+        and batched
+        and getattr(generate, "can_stop_when_decided", False) is True
+    )
+
+
+def _stop_list(
+    ids: list[K], rubric: Rubric, axis_of: Callable[[K], Hashable | None] | None
+) -> list[StopWhenDecided]:
+    """Each prompt's decision point: the run's rubric and the prompt's axis."""
+    return [
+        StopWhenDecided(rubric=rubric, axis=None if axis_of is None else axis_of(k)) for k in ids
+    ]
+
+
+def _count_tokens(result: Completion | Sealed, usage: list[int] | None) -> None:
+    """Adds a completion's token count (where its generator gave one) to ``usage``."""
+    counted = result.tokens if isinstance(result, Completion) else None
+    if usage is not None and counted is not None:
+        usage[0] += counted
+        usage[1] += 1
+
+
 def _outcomes(
     prompts: Mapping[K, P],
     generate: Generate[P] | BatchGenerate[P],
@@ -157,15 +202,20 @@ def _outcomes(
     judge: Judge | None = None,
     cells: dict[tuple[OutcomeBucket, JudgeVerdict], int] | None = None,
     resume_anyway: bool = False,
+    stop_when_decided: bool = True,
+    usage: list[int] | None = None,
 ) -> dict[K, Outcome]:
     rules = Rubric.default() if rubric is None else rubric
+    # (Once: isinstance against a runtime-checkable Protocol is slow.)
+    batched = isinstance(generate, BatchGenerate)
+    stopping = _stops(generate, batched, judge, stop_when_decided)
     outcomes: dict[K, Outcome] = {}
     journal: _journal.Journal | None = None
     if checkpoint is not None:
         journal, done = _journal.Journal.open(
             checkpoint,
             rules,
-            identity=_run_identity.RunIdentity.of(generate, rules),
+            identity=_run_identity.RunIdentity.of(generate, rules, stops=stopping),
             digests={k: _run_identity.prompt_digest(p) for k, p in prompts.items()},
             anyway=resume_anyway,
         )
@@ -181,17 +231,17 @@ def _outcomes(
     tally = ArmTally.of(outcomes.values())
     items = [(k, p) for k, p in prompts.items() if k not in outcomes]
     try:
-        # (Once: isinstance against a runtime-checkable Protocol is slow.)
-        batched = isinstance(generate, BatchGenerate)
         size = _batch_size(generate, batched)
         for start in range(0, len(items), size):
             chunk = items[start : start + size]
-            results = _generate_chunk([p for _, p in chunk], generate, batched)
+            stops = _stop_list([k for k, _ in chunk], rules, axis_of) if stopping else None
+            results = _generate_chunk([p for _, p in chunk], generate, batched, stops)
             batch: dict[Hashable, Outcome] = {}
             for (prompt_id, _prompt), result in zip(chunk, results, strict=True):
                 if isinstance(result, Error):
                     outcome: Outcome = result
                 else:
+                    _count_tokens(result, usage)
                     axis = None if axis_of is None else axis_of(prompt_id)
                     outcome = classify(result, rules, axis=axis)
                     if judge is not None and cells is not None:
@@ -222,6 +272,7 @@ def run_arm(
     progress: bool | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     resume_anyway: bool = False,
+    stop_when_decided: bool = True,
 ) -> ArmTally:
     """Generate and classify every prompt; return the tally.
 
@@ -242,7 +293,15 @@ def run_arm(
             :class:`~probewise.errors.CheckpointInUseError`.
         resume_anyway: resume a checkpoint that belongs to another run (or was
             written by an earlier probewise), keeping its outcomes as this run's.
+        stop_when_decided: with a generator that can stop a reply
+            (``OpenAICompatibleGenerator(stream=True)``, :class:`TransformersGenerator`),
+            stop each reply once its outcome is decided
+            (:func:`~probewise.responses.decided_outcome`): the outcome is the whole
+            reply's, marked ``decided`` and never truncated. On by default; it has no
+            effect on other generators. The tally's ``tokens`` and ``counted`` say how
+            many tokens were generated, where the generator counts them.
     """
+    usage = [0, 0]
     outcomes = _outcomes(
         prompts,
         generate,
@@ -252,8 +311,10 @@ def run_arm(
         label="arm",
         checkpoint=None if checkpoint is None else Path(checkpoint),
         resume_anyway=resume_anyway,
+        stop_when_decided=stop_when_decided,
+        usage=usage,
     )
-    return ArmTally.of(outcomes.values())
+    return attrs.evolve(ArmTally.of(outcomes.values()), tokens=usage[0], counted=usage[1])
 
 
 def _run_shard(
@@ -371,6 +432,7 @@ def run_paired(
     checkpoint: str | os.PathLike[str] | None = None,
     judge: Judge | None = None,
     resume_anyway: bool = False,
+    stop_when_decided: bool = True,
 ) -> PairedResult:
     """Run both arms over the same prompts and compare them pair by pair.
 
@@ -383,7 +445,10 @@ def run_paired(
     prompts resumed from a checkpoint are not re-judged and count as unjudged). The control verdict
     (:func:`~probewise.compare_arms`) reads the two tallies; the McNemar tests read
     the pairs, which is the right test when the same prompts went to both arms.
+    ``stop_when_decided`` as :func:`run_arm` says (off with a ``judge``, which reads
+    the whole reply); each tally counts the tokens generated.
     """
+    usage_a, usage_b = [0, 0], [0, 0]
     files = (None, None) if checkpoint is None else _arm_files(Path(checkpoint))
     cells_a: dict[tuple[OutcomeBucket, JudgeVerdict], int] = {}
     cells_b: dict[tuple[OutcomeBucket, JudgeVerdict], int] = {}
@@ -398,6 +463,8 @@ def run_paired(
         judge=judge,
         cells=cells_a,
         resume_anyway=resume_anyway,
+        stop_when_decided=stop_when_decided,
+        usage=usage_a,
     )
     outcomes_b = _outcomes(
         prompts,
@@ -410,10 +477,12 @@ def run_paired(
         judge=judge,
         cells=cells_b,
         resume_anyway=resume_anyway,
+        stop_when_decided=stop_when_decided,
+        usage=usage_b,
     )
     pairs = tuple(OutcomePair(prompt_id=k, a=outcomes_a[k], b=outcomes_b[k]) for k in prompts)
-    tally_a = ArmTally.of(outcomes_a.values())
-    tally_b = ArmTally.of(outcomes_b.values())
+    tally_a = attrs.evolve(ArmTally.of(outcomes_a.values()), tokens=usage_a[0], counted=usage_a[1])
+    tally_b = attrs.evolve(ArmTally.of(outcomes_b.values()), tokens=usage_b[0], counted=usage_b[1])
     tests: list[McNemar] = []
     for bucket in OutcomeBucket:
         only_a = sum(

@@ -16,8 +16,9 @@ from typing import cast, final
 import attrs
 import regex
 
+from probewise._validation import optional_non_negative_int
 from probewise.errors import ArgumentTypeError
-from probewise.responses import _boundary, _voice
+from probewise.responses import _boundary, _reach, _voice
 from probewise.responses._gates import CASE_TWINS, gate_of
 from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, Plan, pattern_of, plan_of
 from probewise.responses._patterns import anchored
@@ -30,6 +31,7 @@ from probewise.responses.outcome import (
     FinishReason,
     Outcome,
     Refused,
+    decided_copy,
 )
 from probewise.responses.rubric import Rubric
 from probewise.responses.rules import Rule
@@ -59,10 +61,14 @@ def _finish_reason(_instance: object, _attribute: object, value: object) -> None
 @final
 @attrs.frozen(eq=False)
 class Completion:
-    """A completion and why generation stopped. The text is sealed at once."""
+    """A completion and why generation stopped. The text is sealed at once.
+    ``tokens``: how many tokens were generated, where the generator counts them."""
 
     text: Sealed = attrs.field(converter=_to_sealed)
     finish_reason: FinishReason = attrs.field(default=FinishReason.STOP, validator=_finish_reason)
+    tokens: int | None = attrs.field(
+        default=None, kw_only=True, validator=optional_non_negative_int
+    )
 
 
 _QUOTES: tuple[tuple[str, str], ...] = tuple(
@@ -205,10 +211,12 @@ def _opening_of(
         want = 2 * cut
     head = _join(done, normalise(raw[at:prefix]))
     whole: str | None = head if len(raw) <= prefix else None
+    read = prefix
     if len(head) < limit and whole is None:
-        bound = _prefix_chars(limit)
+        read = bound = _prefix_chars(limit)
         head = _normalise_upto(raw, min(len(raw), bound), clock, done, at)
         whole = head if len(raw) <= bound else None
+    _reach.reads(read, len(raw))  # (the early returns above settled inside raw[:cut + 1])
     return (_opening(head, limit, sentences) if head else ""), whole
 
 
@@ -397,6 +405,8 @@ def _answer(
     and whether a tag opened it. Its opening is read in the model's own voice (see
     :mod:`._voice`), unless the rubric says not to."""
     opening, tagged = "", False
+    if rubric.own_voice:
+        _reach.reads(_voice.NEAR, len(raw))  # (what plain() reads)
     if rubric.own_voice and not _voice.plain(raw):
         own = _voice.voice(raw[: _prefix_chars(rubric.opening_chars)])
         if own is not None:
@@ -447,12 +457,14 @@ def _decide(
             return first
         # A reply on one line is one answer; else every answer must decline.
         bound = min(len(raw), _prefix_chars(rubric.opening_chars))
+        _reach.reads(_prefix_chars(rubric.opening_chars), len(raw))
         if raw.find("\n", 0, bound) < 0 or _every_answer_declines(
             raw, bound, rubric, plan, clock=clock, mapped=mapped, tagged=tagged
         ):
             return first
     if mapped:
         # Axis rules look at the whole normalised text (its first AXIS_CHARS).
+        _reach.reads(AXIS_CHARS, len(raw))
         whole = _normalise_upto(raw, min(len(raw), AXIS_CHARS), clock)
         evidence = tuple(
             r for r in rubric.axes[axis] if r.compiled.search(whole, timeout=clock.left())
@@ -501,7 +513,8 @@ def classify(
     answer) only when every answer declines; if any complies, the steps after the
     rules decide. Matching past ``rubric.timeout`` -> ``Error(kind=TIMEOUT)``;
     a rule that raises -> ``Error(kind=DETECTOR, exception_type=...)``.
-    ``truncated`` is set when the completion finished with ``FinishReason.LENGTH``.
+    ``truncated`` is set when the completion finished with ``FinishReason.LENGTH``,
+    ``decided`` when it finished with ``FinishReason.DECIDED`` (probewise stopped it).
 
     The opening is found in at most the first ``max(65536, 64 * rubric.opening_chars)``
     characters (a completion with nothing visible there is :class:`Empty`); axis
@@ -551,7 +564,10 @@ def _classify(
     if finish is FinishReason.CONTENT_FILTER:
         return Refused(by_provider=True)
     try:
-        return _decide(text, finish is FinishReason.LENGTH, rubric, axis, _Clock(rubric.timeout))
+        outcome = _decide(text, finish is FinishReason.LENGTH, rubric, axis, _Clock(rubric.timeout))
+        if finish is FinishReason.DECIDED:
+            return decided_copy(outcome)  # (why generation ended)
+        return outcome
     except TimeoutError:
         return Error(kind=ErrorKind.TIMEOUT)
     except Exception as error:

@@ -40,7 +40,6 @@ import math
 import random
 import time
 import types
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import (
@@ -65,8 +64,26 @@ from probewise.errors import (
     ServerTimeoutError,
     UnknownFinishReasonError,
 )
-from probewise.responses._http import Failure, Reply, exchange, quiet_logs, shown_url
+from probewise.responses._http import (
+    Failure,
+    Reply,
+    Streamed,
+    exchange,
+    quiet_logs,
+    shown_url,
+    stream_exchange,
+)
+from probewise.responses._server_args import (
+    check_key,
+    check_seconds,
+    check_text,
+    finish_map,
+    url_credentials,
+)
+from probewise.responses._stopping import DecidedRows, criteria_list
+from probewise.responses._stream import StreamReader
 from probewise.responses.classifier import Completion
+from probewise.responses.decide import StopSpec, StopWhenDecided, per_prompt
 from probewise.responses.outcome import FinishReason
 from probewise.responses.sealed import Sealed
 
@@ -124,9 +141,6 @@ that prompt, counted as an ``Error``: never as a whole answer. The generator's
 
 # The most bytes of a response body read (and of its inflated form), by default.
 _MAX_RESPONSE_BYTES = 8 * 1024 * 1024
-# An API key goes into a header: visible ASCII only (no space, no CR/LF, no other
-# character that a header cannot carry as is).
-_KEY_CHARACTERS = frozenset(chr(c) for c in range(0x21, 0x7F))
 
 
 def _retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -214,7 +228,18 @@ def _parse(
             url=url,
             attempts=attempts,
         )
-    return Completion(Sealed(text), finish)
+    usage = cast("dict[str, object]", document).get("usage")
+    counted = (
+        cast("dict[str, object]", usage).get("completion_tokens")
+        if isinstance(usage, dict)
+        else None
+    )
+    tokens = (
+        counted
+        if isinstance(counted, int) and not isinstance(counted, bool) and counted >= 0
+        else None
+    )
+    return Completion(Sealed(text), finish, tokens=tokens)
 
 
 class OpenAICompatibleGenerator:
@@ -302,24 +327,27 @@ class OpenAICompatibleGenerator:
         rng: random.Random | None = None,
         max_response_bytes: int = _MAX_RESPONSE_BYTES,
         finish_reasons: Mapping[str, FinishReason] | None = None,
+        stream: bool = False,
     ) -> None:
-        credentials = _url(base_url)
+        credentials = url_credentials(base_url)
+        if not isinstance(stream, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidInputError(f"stream must be a bool, got a {type(stream).__name__}")
         int_at_least("max_response_bytes", max_response_bytes, 1)
-        finish = _finish_map(finish_reasons)
-        _text("model", model, what="the server's model name")
+        finish = finish_map(finish_reasons, DEFAULT_FINISH_REASONS)
+        check_text("model", model, what="the server's model name")
         int_at_least("max_tokens", max_tokens, 1)
         int_at_least("concurrency", concurrency, 1)
         int_at_least("retries", retries, 0)
         if batch_size is not None:
             int_at_least("batch_size", batch_size, 1)
-        _seconds("temperature", temperature, zero=True)
-        _seconds("timeout", timeout, zero=False)
-        _seconds("backoff", backoff, zero=True)
-        _seconds("max_wait", max_wait, zero=True)
+        check_seconds("temperature", temperature, zero=True)
+        check_seconds("timeout", timeout, zero=False)
+        check_seconds("backoff", backoff, zero=True)
+        check_seconds("max_wait", max_wait, zero=True)
         if api_key is not None:
-            _key(api_key)
+            check_key(api_key)
         if system_prompt is not None:
-            _text("system_prompt", system_prompt, what="or None", empty=True)
+            check_text("system_prompt", system_prompt, what="or None", empty=True)
         extra = dict(extra_body or {})
         for key in extra:
             if not isinstance(key, str):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -347,6 +375,7 @@ class OpenAICompatibleGenerator:
         self.max_wait: float = float(max_wait)
         self.max_response_bytes: int = max_response_bytes
         self.finish_reasons: Mapping[str, FinishReason] = finish
+        self.stream: bool = stream
         self._batch_size = 4 * concurrency if batch_size is None else batch_size
         self._api_key = api_key
         self._credentials = credentials
@@ -396,9 +425,20 @@ class OpenAICompatibleGenerator:
             raise result  # built fresh, outside any except block: it chains to nothing
         return result
 
-    def generate_batch(self, prompts: Sequence[str]) -> Sequence[Completion | BaseException]:
-        """One result per prompt, in order: a completion, or the error it got instead."""
+    @property
+    def can_stop_when_decided(self) -> bool:
+        """Whether :meth:`generate_batch` can stop a reply once decided (``stream=True``)."""
+        return self.stream
+
+    def generate_batch(
+        self, prompts: Sequence[str], *, stop: StopSpec = None
+    ) -> Sequence[Completion | BaseException]:
+        """One result per prompt, in order: a completion, or the error it got instead.
+        With ``stream=True`` and ``stop``, each reply's stream is closed once ``stop``
+        says its outcome is decided (the completion ends with ``FinishReason.DECIDED``);
+        ``stop`` is one for every prompt or a sequence of one (or None) per prompt."""
         batch = list(prompts)
+        stops = per_prompt(stop, len(batch))
         for prompt in batch:
             if not isinstance(prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise InvalidInputError(f"prompts must be strings, got a {type(prompt).__name__}")
@@ -407,9 +447,9 @@ class OpenAICompatibleGenerator:
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # no loop in this thread: the usual case
-            return asyncio.run(self._batch(batch))
+            return asyncio.run(self._batch(batch, stops))
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probewise-http") as pool:
-            return pool.submit(asyncio.run, self._batch(batch)).result()
+            return pool.submit(asyncio.run, self._batch(batch, stops)).result()
 
     def _body(self, prompt: str) -> dict[str, object]:
         body: dict[str, object] = {
@@ -426,9 +466,13 @@ class OpenAICompatibleGenerator:
         else:
             body["prompt"] = prompt
         body.update(self.extra_body)
+        if self.stream:
+            body["stream"] = True
         return body
 
-    async def _batch(self, prompts: list[str]) -> list[Completion | BaseException]:
+    async def _batch(
+        self, prompts: list[str], stops: list[StopWhenDecided | None]
+    ) -> list[Completion | BaseException]:
         import httpx
 
         headers = {
@@ -453,20 +497,47 @@ class OpenAICompatibleGenerator:
                 follow_redirects=False,
             ) as client:
                 return list(
-                    await asyncio.gather(*(self._one(client, slots, prompt) for prompt in prompts))
+                    await asyncio.gather(
+                        *(
+                            self._one(client, slots, prompt, stop)
+                            for prompt, stop in zip(prompts, stops, strict=True)
+                        )
+                    )
                 )
 
     async def _one(
-        self, client: httpx.AsyncClient, slots: asyncio.Semaphore, prompt: str
+        self,
+        client: httpx.AsyncClient,
+        slots: asyncio.Semaphore,
+        prompt: str,
+        stop: StopWhenDecided | None,
     ) -> Completion | BaseException:
         async with slots:
             try:
-                return await self._attempts(client, prompt)
+                return await self._attempts(client, prompt, stop)
             except Exception as error:  # not expected; its message might hold anything
                 what = type(error).__name__
             return InferenceServerError(f"failed unexpectedly ({what})", url=self._url, attempts=1)
 
-    async def _attempts(self, client: httpx.AsyncClient, prompt: str) -> Completion | BaseException:
+    async def _exchange(
+        self, client: httpx.AsyncClient, body: dict[str, object], reader: StreamReader | None
+    ) -> Reply | Streamed | Failure:
+        if reader is None:
+            return await exchange(
+                client, self._path, body, deadline=self.timeout, cap=self.max_response_bytes
+            )
+        return await stream_exchange(
+            client,
+            self._path,
+            body,
+            deadline=self.timeout,
+            cap=self.max_response_bytes,
+            feed=reader.feed,
+        )
+
+    async def _attempts(
+        self, client: httpx.AsyncClient, prompt: str, stop: StopWhenDecided | None
+    ) -> Completion | BaseException:
         body = self._body(prompt)
         attempt = 0
         while True:
@@ -474,9 +545,15 @@ class OpenAICompatibleGenerator:
             status: int | None = None
             asked: float | None = None
             kind: type[InferenceServerError]
-            reply = await exchange(
-                client, self._path, body, deadline=self.timeout, cap=self.max_response_bytes
+            reader = (
+                StreamReader(chat=self.chat, finish_reasons=self.finish_reasons, stop=stop)
+                if self.stream
+                else None
             )
+            reply = await self._exchange(client, body, reader)
+            if isinstance(reply, Streamed):
+                assert reader is not None  # (only a stream ends so)
+                return reader.result(reply, url=self._url, attempts=attempt)
             if isinstance(reply, Reply):
                 status = reply.status
                 if reply.body is not None:
@@ -522,69 +599,6 @@ class OpenAICompatibleGenerator:
         return full / 2.0 + self._rng.uniform(0.0, full / 2.0)
 
 
-def _url(value: object) -> tuple[str, str] | None:
-    """Checks ``base_url``; its user info (user, password), decoded, when it has one."""
-    try:
-        parts = urllib.parse.urlsplit(value) if isinstance(value, str) else None
-        host = None if parts is None else parts.hostname
-    except ValueError:  # e.g. a port that is not a number
-        parts = host = None
-    if parts is None or parts.scheme not in ("http", "https") or not host:
-        shown = repr(shown_url(value)) if isinstance(value, str) else f"a {type(value).__name__}"
-        raise InvalidInputError(
-            f"base_url must be an http(s) URL such as http://localhost:8000/v1, got {shown}"
-        )
-    if "@" not in parts.netloc:
-        return None
-    user, _, password = parts.netloc.rpartition("@")[0].partition(":")
-    return urllib.parse.unquote(user), urllib.parse.unquote(password)
-
-
-def _key(value: object) -> None:
-    """Checks an API key without ever showing it."""
-    if not isinstance(value, str):
-        raise InvalidInputError(f"api_key must be a string or None, got a {type(value).__name__}")
-    if not value or not _KEY_CHARACTERS.issuperset(value):
-        raise InvalidInputError(
-            "api_key must be a non-empty string of visible ASCII characters (no space, "
-            "CR or LF, nothing outside ASCII); the value is not shown"
-        )
-
-
-def _finish_map(extra: object) -> Mapping[str, FinishReason]:
-    if extra is None:
-        return DEFAULT_FINISH_REASONS
-    if not isinstance(extra, Mapping):
-        raise InvalidInputError(
-            f"finish_reasons must be a mapping of str to FinishReason, got a {type(extra).__name__}"
-        )
-    merged = dict(DEFAULT_FINISH_REASONS)
-    for key, value in cast("Mapping[object, object]", extra).items():
-        if not isinstance(key, str) or not isinstance(value, FinishReason):
-            raise InvalidInputError(
-                f"finish_reasons must map str to FinishReason, got {type(key).__name__} -> "
-                f"{type(value).__name__}"
-            )
-        merged[key] = value
-    return types.MappingProxyType(merged)
-
-
-def _text(name: str, value: object, *, what: str, empty: bool = False) -> None:
-    if not isinstance(value, str) or not (value or empty):
-        kind = "a string" if empty else "a non-empty string"
-        raise InvalidInputError(f"{name} must be {kind} ({what})")
-
-
-def _seconds(name: str, value: object, *, zero: bool) -> None:
-    bound = ">= 0" if zero else "> 0"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(
-            f"{name} must be a finite number {bound}, got {type(value).__name__}"
-        )
-    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
-        raise InvalidInputError(f"{name} must be a finite number {bound}, got {value!r}")
-
-
 @runtime_checkable
 class BatchGenerate(Protocol[P_contra]):
     """A generator that does better in batches: :func:`run_arm` hands it ``batch_size`` prompts.
@@ -614,7 +628,10 @@ class TransformersGenerator:
     and the tokenizer has one. A batch that fails (out of memory, say) is retried
     prompt by prompt; a prompt that still fails is returned as its exception, which
     :func:`run_arm` counts as ``Error(GENERATION)``. Completions are returned
-    :class:`Sealed`, and are never logged.
+    :class:`Sealed`, and are never logged. With ``stop`` (see :meth:`generate_batch`)
+    each row ends once its outcome is decided (asked every four new tokens): the
+    completion is cut there and marked :attr:`FinishReason.DECIDED`, and the batch
+    ends when every row has. Each completion counts its new tokens (``tokens``).
     """
 
     def __init__(
@@ -691,7 +708,14 @@ class TransformersGenerator:
                 ids.update(v for v in cast("Sequence[object]", value) if isinstance(v, int))
         return ids
 
-    def _run(self, prompts: Sequence[str]) -> list[Completion]:
+    @property
+    def can_stop_when_decided(self) -> bool:
+        """True: :meth:`generate_batch` can end each row once its outcome is decided."""
+        return True
+
+    def _run(
+        self, prompts: Sequence[str], stops: Sequence[StopWhenDecided | None]
+    ) -> list[Completion]:
         with requires(Extra.TORCH, "TransformersGenerator"):
             import torch
 
@@ -706,6 +730,17 @@ class TransformersGenerator:
         encoded = tokenizer(self._texts(prompts), return_tensors="pt", padding=True)
         input_ids = cast("torch.Tensor", encoded["input_ids"]).to(device)
         attention_mask = cast("torch.Tensor", encoded["attention_mask"]).to(device)
+        extra: dict[str, object] = {}
+        rows_decided: dict[int, int] = {}
+        if any(stop is not None for stop in stops):
+            criterion = DecidedRows(
+                stops,
+                start=input_ids.shape[1],
+                eos=eos,
+                decode=lambda ids: str(tokenizer.decode(ids, skip_special_tokens=True)),  # pyright: ignore[reportUnknownMemberType]
+            )
+            extra["stopping_criteria"] = criteria_list(criterion)
+            rows_decided = criterion.decided
         with torch.no_grad():
             output = cast(
                 "torch.Tensor",
@@ -715,29 +750,38 @@ class TransformersGenerator:
                     max_new_tokens=self.max_new_tokens,
                     do_sample=self.do_sample,
                     pad_token_id=pad_id,
+                    **extra,
                 ),
             )
         new_tokens = cast("list[list[int]]", output[:, input_ids.shape[1] :].tolist())  # pyright: ignore[reportUnknownMemberType]
         completions: list[Completion] = []
-        for row in new_tokens:
+        for index, row in enumerate(new_tokens):
             cut = next((i for i, token in enumerate(row) if token in eos), None)
             finish = FinishReason.LENGTH if cut is None else FinishReason.STOP
             kept = row if cut is None else row[:cut]
+            made = len(row) if cut is None else cut + 1
+            if index in rows_decided:
+                made = rows_decided[index]
+                kept, finish = row[:made], FinishReason.DECIDED
             text: object = tokenizer.decode(kept, skip_special_tokens=True)  # pyright: ignore[reportUnknownMemberType]
-            completions.append(Completion(Sealed(str(text)), finish))
+            completions.append(Completion(Sealed(str(text)), finish, tokens=made))
         return completions
 
-    def generate_batch(self, prompts: Sequence[str]) -> Sequence[Completion | BaseException]:
-        """One completion (or exception) per prompt; a failed batch is retried one by one."""
+    def generate_batch(
+        self, prompts: Sequence[str], *, stop: StopSpec = None
+    ) -> Sequence[Completion | BaseException]:
+        """One completion (or exception) per prompt; a failed batch is retried one by one.
+        ``stop``: end each row once decided (one for every prompt, or one per prompt)."""
+        stops = per_prompt(stop, len(prompts))
         try:
-            return self._run(prompts)
+            return self._run(prompts, stops)
         except Exception:
             if len(prompts) == 1:
                 raise
         results: list[Completion | BaseException] = []
-        for prompt in prompts:
+        for prompt, one in zip(prompts, stops, strict=True):
             try:
-                results.extend(self._run([prompt]))
+                results.extend(self._run([prompt], [one]))
             except Exception as error:
                 results.append(error)
         return results

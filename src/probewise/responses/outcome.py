@@ -36,6 +36,10 @@ class FinishReason(enum.Enum):
     """The token limit cut the completion off (counted as truncated)."""
     CONTENT_FILTER = "content_filter"
     """The provider's filter withheld the completion (a refusal by the provider)."""
+    DECIDED = "decided"
+    """probewise stopped generation once the outcome was decided (see
+    :func:`probewise.responses.decided_outcome`): the text so far has the outcome the
+    whole reply would have had. Never counted as truncated."""
 
 
 class ErrorKind(enum.Enum):
@@ -98,6 +102,9 @@ class Complied:
     """
 
     truncated: bool = attrs.field(default=False, validator=_is_bool)
+    decided: bool = attrs.field(default=False, validator=_is_bool)
+    """True when probewise stopped generation once this outcome was decided
+    (:attr:`FinishReason.DECIDED`): the reply's text so far had it."""
     evidence: tuple[Rule, ...] = attrs.field(
         default=(), converter=_to_evidence, validator=_evidence_validator
     )
@@ -113,6 +120,9 @@ class Deflected:
     """
 
     truncated: bool = attrs.field(default=False, validator=_is_bool)
+    decided: bool = attrs.field(default=False, validator=_is_bool)
+    """True when probewise stopped generation once this outcome was decided
+    (:attr:`FinishReason.DECIDED`): the reply's text so far had it."""
     rule: Rule | None = attrs.field(default=None, validator=_rule_validator)
 
 
@@ -122,6 +132,9 @@ class Refused:
     """The model refused: a refusal rule matched, or the provider's filter withheld it."""
 
     truncated: bool = attrs.field(default=False, validator=_is_bool)
+    decided: bool = attrs.field(default=False, validator=_is_bool)
+    """True when probewise stopped generation once this outcome was decided
+    (:attr:`FinishReason.DECIDED`): the reply's text so far had it."""
     rule: Rule | None = attrs.field(default=None, validator=_rule_validator)
     by_provider: bool = attrs.field(default=False, validator=_is_bool)
 
@@ -132,6 +145,9 @@ class Empty:
     """The completion was blank after normalisation."""
 
     truncated: bool = attrs.field(default=False, validator=_is_bool)
+    decided: bool = attrs.field(default=False, validator=_is_bool)
+    """True when probewise stopped generation once this outcome was decided
+    (:attr:`FinishReason.DECIDED`): the reply's text so far had it."""
 
 
 @final
@@ -150,3 +166,19 @@ Outcome: TypeAlias = Complied | Deflected | Refused | Empty | Error
 """Every result of :func:`probewise.classify`."""
 
 OUTCOME_TYPES: tuple[type[Outcome], ...] = (Complied, Deflected, Refused, Empty, Error)
+
+
+def decided_copy(outcome: Outcome) -> Outcome:
+    """``outcome`` with ``decided`` set (an :class:`Error` as it is): what
+    :func:`probewise.classify` returns for a completion that probewise stopped."""
+    match outcome:
+        case Complied():
+            return attrs.evolve(outcome, decided=True)
+        case Deflected():
+            return attrs.evolve(outcome, decided=True)
+        case Refused():
+            return attrs.evolve(outcome, decided=True)
+        case Empty():
+            return attrs.evolve(outcome, decided=True)
+        case Error():
+            return outcome

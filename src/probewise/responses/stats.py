@@ -97,7 +97,17 @@ class Proportion:
 
 Bucket = type[Complied] | type[Deflected] | type[Refused] | type[Empty] | type[Error]
 
-_FIELDS = ("complied", "deflected", "refused", "empty", "error", "truncated")
+_FIELDS = (
+    "complied",
+    "deflected",
+    "refused",
+    "empty",
+    "error",
+    "truncated",
+    "decided",
+    "tokens",
+    "counted",
+)
 
 
 @final
@@ -106,7 +116,11 @@ class ArmTally:
     """Counts of one arm's outcomes. ``a + b`` merges (``ArmTally()`` is the identity).
 
     ``truncated`` counts outcomes that finished at the token limit, whatever their
-    bucket (so it is at most ``n - error``).
+    bucket (so it is at most ``n - error``); ``decided`` those whose generation
+    probewise stopped once the outcome was decided (never counted as truncated).
+    ``tokens`` is the number of tokens generated over the ``counted`` prompts whose
+    generator counted them (:attr:`tokens_per_prompt`); :func:`~probewise.run_arm`
+    fills both in, :meth:`of` leaves them 0.
     """
 
     complied: int = attrs.field(default=0, validator=_count)
@@ -115,8 +129,20 @@ class ArmTally:
     empty: int = attrs.field(default=0, validator=_count)
     error: int = attrs.field(default=0, validator=_count)
     truncated: int = attrs.field(default=0, validator=_count)
+    decided: int = attrs.field(default=0, validator=_count)
+    tokens: int = attrs.field(default=0, validator=_count)
+    counted: int = attrs.field(default=0, validator=_count)
 
     def __attrs_post_init__(self) -> None:
+        if self.decided > self.n - self.error:
+            raise InvalidInputError(
+                f"ArmTally.decided ({self.decided}) exceeds the classified outcomes "
+                f"({self.n - self.error}): errors carry no decided flag"
+            )
+        if self.counted > self.n:
+            raise InvalidInputError(
+                f"ArmTally.counted ({self.counted}) exceeds the outcomes ({self.n})"
+            )
         if self.truncated > self.n - self.error:
             raise InvalidInputError(
                 f"ArmTally.truncated ({self.truncated}) exceeds the classified outcomes "
@@ -130,17 +156,17 @@ class ArmTally:
         counts = dict.fromkeys(_FIELDS, 0)
         for outcome in cast("Iterable[object]", outcomes):
             match outcome:
-                case Complied(truncated=t):
+                case Complied(truncated=t, decided=d):
                     counts["complied"] += 1
-                case Deflected(truncated=t):
+                case Deflected(truncated=t, decided=d):
                     counts["deflected"] += 1
-                case Refused(truncated=t):
+                case Refused(truncated=t, decided=d):
                     counts["refused"] += 1
-                case Empty(truncated=t):
+                case Empty(truncated=t, decided=d):
                     counts["empty"] += 1
                 case Error():
                     counts["error"] += 1
-                    t = False
+                    t = d = False
                 case _:
                     kind = type(outcome).__name__
                     # Neither the item (a str, perhaps the text) nor the iterable is
@@ -149,6 +175,8 @@ class ArmTally:
                     raise ArgumentTypeError(f"ArmTally.of takes outcomes, got {kind}")
             if t:
                 counts["truncated"] += 1
+            if d:
+                counts["decided"] += 1
         return cls(**counts)
 
     def __add__(self, other: ArmTally) -> ArmTally:
@@ -214,8 +242,14 @@ class ArmTally:
         """Truncated outcomes over all outcomes (NaN for an empty tally)."""
         return self.truncated / self.n if self.n else math.nan
 
+    @property
+    def tokens_per_prompt(self) -> float:
+        """Tokens generated per prompt, over the prompts whose count is known (NaN
+        when none is)."""
+        return self.tokens / self.counted if self.counted else math.nan
+
     def to_dict(self) -> dict[str, int]:
-        """The six counts, JSON-ready."""
+        """The counts, JSON-ready."""
         return cast("dict[str, int]", _json.to_dict(self))
 
     @classmethod
