@@ -59,6 +59,33 @@ def test_preflight_packed_with_the_configs_use_cache_fails_naming_the_fix(
     assert out.rstrip().endswith("FAILED")
 
 
+def test_preflight_tells_the_loops_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    # A default Trainer copies TrainingArguments.use_cache=False into the config, so
+    # the packed run that fails as a plain loop passes as a Trainer; a Trainer given
+    # use_cache=True fails, naming the TrainingArguments fix.
+    argv = ["preflight", "--seq", "64", "--batch", "1", "--packed", "--json"]
+    assert main([*argv, "--loop", "plain"]) == 1
+    plain = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--loop", "trainer"]) == 0
+    trainer = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--loop", "trainer", "--use-cache", "on"]) == 1
+    given = json.loads(capsys.readouterr().out)
+    assert [d["loop"] for d in (plain, trainer, given)] == ["plain", "trainer", "trainer"]
+    assert [d["masks"]["scenario"]["use_cache"] for d in (plain, trainer, given)] == [
+        None,
+        False,
+        True,
+    ]
+    assert [d["masks"]["kv_cache"] for d in (plain, trainer, given)] == [True, False, True]
+    packing = [d["checks"][0] for d in (plain, trainer, given)]
+    assert [c["status"] for c in packing] == ["fail", "pass", "fail"]
+    assert "a Trainer with the default TrainingArguments.use_cache=False" in packing[0]["detail"]
+    assert "leave TrainingArguments.use_cache at its default (False)" in packing[2]["detail"]
+    assert main(["preflight", "--seq", "64", "--batch", "1", "--packed", "--loop", "trainer"]) == 0
+    out = capsys.readouterr().out
+    assert "forward: a Trainer's (TrainingArguments.use_cache=False copied into the config)" in out
+
+
 @pytest.mark.parametrize(
     "flags", [["--use-cache", "off"], ["--gradient-checkpointing"]], ids=["off", "checkpointing"]
 )
