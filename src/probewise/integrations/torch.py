@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import torch
     from transformers import PretrainedConfig
 
-__all__ = ["OnLeak", "check_forward", "forward_scenario"]
+__all__ = ["OnLeak", "check_forward", "forward_scenario", "probe_forward"]
 
 LOGGER = logging.getLogger("probewise")
 
@@ -50,7 +50,8 @@ class OnLeak(enum.Enum):
     """Log the same message as a warning on the ``probewise`` logger and return the report."""
 
 
-def _on_leak(value: OnLeak | Literal["raise", "warn"]) -> OnLeak:
+def as_on_leak(value: OnLeak | Literal["raise", "warn"]) -> OnLeak:
+    """``on_leak`` as an :class:`OnLeak` (one line naming the choices otherwise)."""
     try:
         return OnLeak(value)
     except ValueError:
@@ -197,12 +198,8 @@ def check_forward(
         UnsupportedModelError: the model or the batch is one the probe does not model.
         MissingExtraError: torch or transformers is not installed.
     """
-    policy = _on_leak(on_leak)
-    scenario = forward_scenario(model, batch, **forward_kwargs)
-    inner = cast("torch.nn.Module", unwrap(model))
-    config = _config_of(inner)
-    assert config is not None  # forward_scenario refused a model without one
-    report = probe_masks(config, scenario, dtype=_dtype_of(inner), capability=capability)
+    policy = as_on_leak(on_leak)
+    report = probe_forward(model, batch, capability=capability, **forward_kwargs)
     try:
         report.assert_no_cross_document()
     except CrossDocumentAttentionError as error:
@@ -210,3 +207,24 @@ def check_forward(
             raise
         LOGGER.warning("%s", error)
     return report
+
+
+def probe_forward(
+    model: torch.nn.Module,
+    batch: Mapping[str, object],
+    *,
+    capability: tuple[int, int] = (9, 0),
+    **forward_kwargs: object,
+) -> MaskReport:
+    """The :class:`~probewise.MaskReport` of the forward ``model(**batch,
+    **forward_kwargs)`` will run, with no verdict drawn (:func:`check_forward` draws it).
+
+    Raises:
+        UnsupportedModelError: the model or the batch is one the probe does not model.
+        MissingExtraError: torch or transformers is not installed.
+    """
+    scenario = forward_scenario(model, batch, **forward_kwargs)
+    inner = cast("torch.nn.Module", unwrap(model))
+    config = _config_of(inner)
+    assert config is not None  # forward_scenario refused a model without one
+    return probe_masks(config, scenario, dtype=_dtype_of(inner), capability=capability)
