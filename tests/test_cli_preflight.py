@@ -41,7 +41,14 @@ def test_preflight_packed_with_an_all_ones_mask_fails_naming_the_layers(
     assert status == 1
     assert "FAIL  attention: packed documents kept apart" in out
     assert "layers 0-61 let documents attend to each other" in out
+    assert "Loops: an all-ones attention mask stops transformers looking" in out
     assert out.rstrip().endswith("FAILED")
+    # A Trainer turns the cache off, but the mask still hides the packing.
+    argv = ["preflight", "--seq", "64", "--batch", "1", "--packed", "all-ones-mask"]
+    assert main([*argv, "--loop", "trainer"]) == 1
+    out = capsys.readouterr().out
+    assert "forward: a Trainer's (TrainingArguments.use_cache=False" in out
+    assert "Loops: an all-ones attention mask stops transformers looking" in out
 
 
 def test_preflight_packed_with_the_configs_use_cache_fails_naming_the_fix(

@@ -34,7 +34,7 @@ from probewise.cli._tables import (
     print_mask_table,
 )
 from probewise.errors import InputFileError, InvalidInputError, SweepNoOpError
-from probewise.throughput.attention.masks import BandKind, layer_ranges
+from probewise.throughput.attention.masks import BandKind, Packing, layer_ranges
 
 if TYPE_CHECKING:
     from probewise.throughput.attention.masks import LayerAttention, MaskReport
@@ -88,18 +88,31 @@ LEAKING_LOOPS = (
 ``TrainingArguments.use_cache``, False by default, into ``config.use_cache``)."""
 
 
+ALL_ONES_LOOPS = (
+    "an all-ones attention mask stops transformers looking for packed documents in "
+    "every loop, a default Trainer's included"
+)
+
+
 def _loop_fix(report: MaskReport, loop: str) -> str:
     """The fix for a leak, for the loop that runs the forward, and which loops leak."""
+    all_ones = report.scenario.packing is Packing.ALL_ONES_MASK
     if not report.kv_cache:
-        return report.packing_fix()
-    if loop == "trainer":
-        return (
+        fix = report.packing_fix()
+    elif loop == "trainer" and not all_ones:
+        fix = (
             "the Trainer was given TrainingArguments(use_cache=True), which it copies into "
             "config.use_cache, so transformers skipped packed-sequence detection: leave "
             "TrainingArguments.use_cache at its default (False), or train with gradient "
-            f"checkpointing. Loops: {LEAKING_LOOPS}"
+            "checkpointing"
         )
-    return f"{report.packing_fix()}. Loops: {LEAKING_LOOPS}"
+    elif loop == "trainer":
+        fix = f"{report.packing_fix()} (in a Trainer: TrainingArguments.use_cache=False)"
+    else:
+        fix = report.packing_fix()
+    if all_ones:
+        return f"{fix}. Loops: {ALL_ONES_LOOPS}"
+    return f"{fix}. Loops: {LEAKING_LOOPS}" if report.kv_cache else fix
 
 
 def _packing_check(report: MaskReport, loop: str = "plain") -> Check:
