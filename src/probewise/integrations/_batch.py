@@ -22,9 +22,10 @@ Two approximations, both named in :func:`~probewise.integrations.torch.check_for
 documentation: rows that pack documents differently are probed with the layout of the
 row holding the most documents, at the batch's full shape (whether documents leak, and
 which layers keep the fast path, depends on how they are marked, not on their lengths);
-and rows that are both packed and padded are probed as packed with an attention mask,
-the padding counted in the last document (transformers does not look for packing when
-a mask is passed, so the verdict is the same).
+and rows that are both packed and padded are probed as packed with an all-ones
+attention mask, the padding's positions split into documents as transformers would
+split them (transformers does not look for packing when a mask is passed, so the
+verdict is the same).
 """
 
 from __future__ import annotations
@@ -109,6 +110,12 @@ def _positions(batch: Mapping[str, object], rows: int, tokens: int) -> _Ints | N
 
 def _padding(batch: Mapping[str, object], rows: int, tokens: int) -> tuple[Padding, list[int]]:
     """The padding side and each row's real tokens, from a 2-D attention mask."""
+    shape = cast("object", getattr(batch["attention_mask"], "shape", None))
+    if isinstance(shape, tuple) and len(cast("tuple[object, ...]", shape)) != 2:
+        raise UnsupportedModelError(
+            f"batch['attention_mask'] has shape {shape}; check_forward reads a 2-D "
+            "padding mask, not a custom 4-D mask"
+        )
     mask = as_array(batch["attention_mask"], "attention_mask")
     if mask.ndim != 2 or mask.shape != (rows, tokens):
         raise UnsupportedModelError(
