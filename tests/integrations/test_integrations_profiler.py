@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,13 +74,25 @@ def test_the_default_worker_name_is_torchs(tmp_path: Path) -> None:
     assert trace.name.startswith(f"{socket.gethostname()}_{os.getpid()}.")
 
 
-def _rank(rank: int, folder: str, port: int) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.distributed.init_process_group("gloo", rank=rank, world_size=2)
-    try:
-        profile_steps(Path(folder), None, repeat=1)  # one trace per rank: one job
-    finally:
-        torch.distributed.destroy_process_group()
+# One rank of a two-rank job, in a fresh interpreter (fork would copy the profiler's
+# threads of the tests before, and can hang; spawn would import this test module again).
+RANK = """
+import sys
+from pathlib import Path
+import torch
+from probewise.integrations.profiler import kernel_table_handler
+torch.distributed.init_process_group("gloo", rank=int(sys.argv[1]), world_size=2)
+model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+with torch.profiler.profile(
+    activities=[torch.profiler.ProfilerActivity.CPU],
+    schedule=torch.profiler.schedule(wait=0, warmup=1, active=2, repeat=1),
+    on_trace_ready=kernel_table_handler(Path(sys.argv[2])),
+) as prof:
+    for _ in range(3):
+        model(torch.randn(4, 32)).sum().backward()
+        prof.step()
+torch.distributed.destroy_process_group()
+"""
 
 
 def _free_port() -> int:
@@ -91,10 +105,20 @@ def _free_port() -> int:
 def test_a_two_rank_folder_reads_per_rank(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # fork: the children start with torch imported (spawn would import it twice more)
-    torch.multiprocessing.start_processes(
-        _rank, args=(str(tmp_path), _free_port()), nprocs=2, join=True, start_method="fork"
-    )
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, "-c", RANK, str(rank), str(tmp_path)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    for process in ranks:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err[-2000:]
     found = pairs(tmp_path)
     assert len(found) == 2
     for trace, summary in found:

@@ -105,6 +105,11 @@ class PreflightCallback(TrainerCallback):
     forward's ``use_cache`` came from. A few numbers (layers, layers whose documents
     cross, layers on the fast path, mask bytes, KV cache) are logged on the
     ``probewise`` logger and added to ``state.log_history``; no batch content is.
+
+    A model or batch the probe does not model (see
+    :func:`~probewise.integrations.torch.check_forward`) raises
+    :class:`~probewise.errors.UnsupportedModelError` from the first forward, whatever
+    ``on_leak`` says: the check was asked for and could not run.
     """
 
     def __init__(
