@@ -21,12 +21,22 @@ from collections import Counter
 from pathlib import Path
 
 import probewise
+import probewise.integrations.profiler
+import probewise.integrations.torch
+import probewise.integrations.transformers
 import probewise.responses
 import probewise.throughput
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 API_PAGES = sorted([DOCS / "api.md", *(DOCS / "api").glob("**/*.md")])
 FACES = (probewise.responses, probewise.throughput)
+# The integrations have no face: each name is documented at its module, the path it is
+# imported from (``from probewise.integrations.torch import check_forward``).
+INTEGRATIONS = (
+    probewise.integrations.torch,
+    probewise.integrations.transformers,
+    probewise.integrations.profiler,
+)
 
 # An object description: ``.. autoclass:: target`` (or ``py:data`` and kin) inside an
 # eval-rst block, or the MyST fence ```{autoclass} target```.
@@ -62,7 +72,7 @@ def expected_paths() -> dict[str, str]:
     name not at the top level has one face.
     """
     paths = {name: f"probewise.{name}" for name in probewise.__all__}
-    for face in FACES:
+    for face in (*FACES, *INTEGRATIONS):
         for name in face.__all__:
             paths.setdefault(name, f"{face.__name__}.{name}")
     return paths

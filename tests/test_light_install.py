@@ -70,6 +70,8 @@ from probewise import (
     ScalingFit, ScalingPoint, ce_chunk_plan, classify, probe_masks, KernelTable,
 )
 from probewise.throughput import LogitsDtype, measure_bytes_per_logit
+from probewise.integrations.torch import check_forward
+from probewise.integrations.profiler import kernel_table_handler
 
 class dtype:  # what a torch dtype looks like, without torch
     __module__ = "torch"
@@ -88,12 +90,15 @@ errors = []
 for call in (
     lambda: probe_masks("llama3-8b", MaskScenario(seq_len=64), dtype="bf16"),
     lambda: measure_bytes_per_logit(lambda logits, labels: logits.sum()),
+    lambda: check_forward(object(), {"input_ids": [[1, 2]]}),
+    lambda: __import__("probewise.integrations.transformers"),
 ):
     try:
         call()
     except MissingExtraError as error:
         errors.append([str(error), error.extra, error.module])
 out["errors"] = errors
+out["handler"] = callable(kernel_table_handler(sys.argv[1] + ".traces"))
 out["loaded"] = sorted(m for m in sys.modules if m.partition(".")[0] in _EXTRAS)
 print(json.dumps(out))
 """
@@ -176,7 +181,10 @@ def check_light_library(python: str, tmp_path: Path, *, prelude: str = "") -> No
     assert result["errors"] == [
         [f"probe_masks {needs}", "torch", "torch"],
         [f"measure_bytes_per_logit {needs}", "torch", "torch"],
+        [f"check_forward {needs}", "torch", "torch"],
+        [f"PreflightCallback {needs}", "torch", "torch"],
     ]
+    assert result["handler"]
     assert result["loaded"] == []
 
 

@@ -41,7 +41,14 @@ def test_preflight_packed_with_an_all_ones_mask_fails_naming_the_layers(
     assert status == 1
     assert "FAIL  attention: packed documents kept apart" in out
     assert "layers 0-61 let documents attend to each other" in out
+    assert "Loops: an all-ones attention mask stops transformers looking" in out
     assert out.rstrip().endswith("FAILED")
+    # A Trainer turns the cache off, but the mask still hides the packing.
+    argv = ["preflight", "--seq", "64", "--batch", "1", "--packed", "all-ones-mask"]
+    assert main([*argv, "--loop", "trainer"]) == 1
+    out = capsys.readouterr().out
+    assert "forward: a Trainer's (TrainingArguments.use_cache=False" in out
+    assert "Loops: an all-ones attention mask stops transformers looking" in out
 
 
 def test_preflight_packed_with_the_configs_use_cache_fails_naming_the_fix(
@@ -57,6 +64,33 @@ def test_preflight_packed_with_the_configs_use_cache_fails_naming_the_fix(
     assert "config.use_cache=False, pass use_cache=False in the forward" in out
     assert "gradient checkpointing" in out
     assert out.rstrip().endswith("FAILED")
+
+
+def test_preflight_tells_the_loops_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    # A default Trainer copies TrainingArguments.use_cache=False into the config, so
+    # the packed run that fails as a plain loop passes as a Trainer; a Trainer given
+    # use_cache=True fails, naming the TrainingArguments fix.
+    argv = ["preflight", "--seq", "64", "--batch", "1", "--packed", "--json"]
+    assert main([*argv, "--loop", "plain"]) == 1
+    plain = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--loop", "trainer"]) == 0
+    trainer = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--loop", "trainer", "--use-cache", "on"]) == 1
+    given = json.loads(capsys.readouterr().out)
+    assert [d["loop"] for d in (plain, trainer, given)] == ["plain", "trainer", "trainer"]
+    assert [d["masks"]["scenario"]["use_cache"] for d in (plain, trainer, given)] == [
+        None,
+        False,
+        True,
+    ]
+    assert [d["masks"]["kv_cache"] for d in (plain, trainer, given)] == [True, False, True]
+    packing = [d["checks"][0] for d in (plain, trainer, given)]
+    assert [c["status"] for c in packing] == ["fail", "pass", "fail"]
+    assert "a Trainer with the default TrainingArguments.use_cache=False" in packing[0]["detail"]
+    assert "leave TrainingArguments.use_cache at its default (False)" in packing[2]["detail"]
+    assert main(["preflight", "--seq", "64", "--batch", "1", "--packed", "--loop", "trainer"]) == 0
+    out = capsys.readouterr().out
+    assert "forward: a Trainer's (TrainingArguments.use_cache=False copied into the config)" in out
 
 
 @pytest.mark.parametrize(

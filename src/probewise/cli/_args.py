@@ -100,6 +100,8 @@ part shows the whole path, generation to paired test, running.
 
 _PACKING_CHOICES = ("position-ids", "all-ones-mask")
 _USE_CACHE_CHOICES = ("config", "on", "off")
+LOOP_CHOICES = ("plain", "trainer")
+"""``--loop``: which training loop runs the forward (see :func:`scenario_from_args`)."""
 FIT_LOSSES = ("linear", "soft_l1")
 """The values of :class:`probewise.throughput.FitLoss` (a test holds them equal)."""
 PREFLIGHT_CONFIG = "gemma3-27b"
@@ -161,6 +163,17 @@ def add_scenario_arguments(
         ),
     )
     parser.add_argument(
+        "--loop",
+        choices=LOOP_CHOICES,
+        default="plain",
+        help=(
+            "the loop that runs the forward: plain (a PyTorch loop, Accelerate, Lightning: "
+            "the config's use_cache applies) or trainer (transformers' Trainer, which copies "
+            "TrainingArguments.use_cache, False by default, into the config; --use-cache "
+            "then names TrainingArguments.use_cache) (plain)"
+        ),
+    )
+    parser.add_argument(
         "--gradient-checkpointing",
         action="store_true",
         help="the model has gradient checkpointing on (in training it turns the cache off)",
@@ -179,6 +192,10 @@ def add_scenario_arguments(
 _USE_CACHE: dict[str, bool | None] = {"config": None, "on": True, "off": False}
 """``--use-cache`` (one of ``_USE_CACHE_CHOICES``) as ``MaskScenario.use_cache``."""
 
+_TRAINER_USE_CACHE: dict[str, bool] = {"config": False, "on": True, "off": False}
+"""``--use-cache`` under ``--loop trainer``: ``TrainingArguments.use_cache`` (False by
+default), which the Trainer copies into ``config.use_cache`` before training."""
+
 
 def parse_capability(text: str) -> tuple[int, int]:
     """``"9.0"`` or ``"sm90"`` -> ``(9, 0)``."""
@@ -193,7 +210,11 @@ def parse_capability(text: str) -> tuple[int, int]:
 
 def scenario_from_args(args: argparse.Namespace) -> MaskScenario:
     """The :class:`~probewise.throughput.attention.masks.MaskScenario` that the options of
-    :func:`add_scenario_arguments` describe."""
+    :func:`add_scenario_arguments` describe.
+
+    Under ``--loop trainer`` the forward's ``use_cache`` is ``TrainingArguments.use_cache``
+    (``--use-cache config``: its default, False): the Trainer writes it into
+    ``config.use_cache`` before the first step, which the probe models by passing it."""
     import attrs
 
     from probewise.throughput.attention.masks import MaskScenario, Packing, Padding
@@ -222,7 +243,9 @@ def scenario_from_args(args: argparse.Namespace) -> MaskScenario:
         padding=padding,
         packing=packing,
         training=not args.inference,
-        use_cache=_USE_CACHE[str(args.use_cache)],
+        use_cache=(_TRAINER_USE_CACHE if args.loop == "trainer" else _USE_CACHE)[
+            str(args.use_cache)
+        ],
         gradient_checkpointing=bool(args.gradient_checkpointing),
         attn_implementation=None
         if args.attn_implementation in (None, "all")

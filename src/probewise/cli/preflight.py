@@ -34,7 +34,7 @@ from probewise.cli._tables import (
     print_mask_table,
 )
 from probewise.errors import InputFileError, InvalidInputError, SweepNoOpError
-from probewise.throughput.attention.masks import BandKind, layer_ranges
+from probewise.throughput.attention.masks import BandKind, Packing, layer_ranges
 
 if TYPE_CHECKING:
     from probewise.throughput.attention.masks import LayerAttention, MaskReport
@@ -68,27 +68,67 @@ def synthetic_lengths() -> npt.NDArray[np.int64]:
     return np.clip(np.rint(raw), 16, 32_768).astype(np.int64)
 
 
-def _mask_checks(report: MaskReport, expect: list[str]) -> list[Check]:
+def _mask_checks(report: MaskReport, expect: list[str], loop: str = "plain") -> list[Check]:
     """The attention checks: packed documents kept apart (when rows pack documents),
     then the SDPA fast path; ``expect`` (``--expect-fast``) names the layer types that
-    must keep it."""
+    must keep it, ``loop`` (``--loop``) the training loop that runs the forward."""
     checks: list[Check] = []
     if report.scenario.documents:
-        checks.append(_packing_check(report))
+        checks.append(_packing_check(report, loop))
     checks.append(_fast_path_check(report, _expected_types(report, expect)))
     return checks
 
 
-def _packing_check(report: MaskReport) -> Check:
+LEAKING_LOOPS = (
+    "a plain PyTorch loop, Accelerate or Lightning (they keep the config's use_cache) "
+    "and a Trainer given TrainingArguments(use_cache=True) leak; a Trainer with the "
+    "default TrainingArguments.use_cache=False keeps documents apart (--loop trainer)"
+)
+"""Which loops a cache leak happens in (transformers 5.x: the Trainer copies
+``TrainingArguments.use_cache``, False by default, into ``config.use_cache``)."""
+
+
+ALL_ONES_LOOPS = (
+    "an all-ones attention mask stops transformers looking for packed documents in "
+    "every loop, a default Trainer's included"
+)
+
+
+def _loop_fix(report: MaskReport, loop: str) -> str:
+    """The fix for a leak, for the loop that runs the forward, and which loops leak."""
+    all_ones = report.scenario.packing is Packing.ALL_ONES_MASK
+    if not report.kv_cache:
+        fix = report.packing_fix()
+    elif loop == "trainer" and not all_ones:
+        fix = (
+            "the Trainer was given TrainingArguments(use_cache=True), which it copies into "
+            "config.use_cache, so transformers skipped packed-sequence detection: leave "
+            "TrainingArguments.use_cache at its default (False), or train with gradient "
+            "checkpointing"
+        )
+    elif loop == "trainer":
+        fix = f"{report.packing_fix()} (in a Trainer: TrainingArguments.use_cache=False)"
+    else:
+        fix = report.packing_fix()
+    if all_ones:
+        return f"{fix}. Loops: {ALL_ONES_LOOPS}"
+    return f"{fix}. Loops: {LEAKING_LOOPS}" if report.kv_cache else fix
+
+
+def _packing_check(report: MaskReport, loop: str = "plain") -> Check:
     """Whether every layer keeps the packed documents of a row apart."""
     crossing = report.cross_document_layers()
     if not crossing:
+        detail = f"every layer keeps the {len(report.scenario.documents)} documents of a row apart"
+        if loop == "trainer" and report.scenario.use_cache is False:
+            detail += (
+                " (the Trainer's TrainingArguments.use_cache=False turns the cache off; a "
+                "plain loop keeping a config's use_cache=True would not)"
+            )
         return Check(
             name="packed documents kept apart",
             status=Status.PASS,
-            detail=(
-                f"every layer keeps the {len(report.scenario.documents)} documents of a row apart"
-            ),
+            detail=detail,
             figures={"kv_cache": report.kv_cache},
         )
     how = sorted(
@@ -104,7 +144,7 @@ def _packing_check(report: MaskReport) -> Check:
         status=Status.FAIL,
         detail=(
             f"layers {layer_ranges([x.index for x in crossing])} let documents "
-            f"attend to each other ({'; '.join(how)}). Fix: {report.packing_fix()}"
+            f"attend to each other ({'; '.join(how)}). Fix: {_loop_fix(report, loop)}"
         ),
         figures={"layers": [x.index for x in crossing], "kv_cache": report.kv_cache},
     )
@@ -285,7 +325,10 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
     _check_inputs(args)
     report = run_probe(str(args.config), args)
     compared = compare_implementations(str(args.config), args)
-    checks = [_with_section("attention", c) for c in _mask_checks(report, list(args.expect_fast))]
+    loop = str(args.loop)
+    checks = [
+        _with_section("attention", c) for c in _mask_checks(report, list(args.expect_fast), loop)
+    ]
     lengths, source = _load_lengths(args)
     checks.extend(_with_section("data", c) for c in _data_checks(lengths, source, args))
     failed = any(c.status is Status.FAIL for c in checks)
@@ -293,6 +336,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
         document: dict[str, object] = {
             "passed": not failed,
             "config": str(args.config),
+            "loop": loop,
             "lengths": source,
             "checks": [_json.unstructure(c) for c in checks],
             "masks": report.to_dict(),
@@ -308,7 +352,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
             f"{report.attn_implementation}), {report.scenario.describe()}, {report.dtype.value}, "
             f"sm{report.capability[0]}{report.capability[1]}; lengths: {source}"
         )
-        print(f"forward: {forward_description(report)}")
+        print(f"forward: {_loop_words(report, loop)}{forward_description(report)}")
         print()
         for check in checks:
             print(f"{check.status.value.upper():<5} {check.name:<32} {check.detail}")
@@ -321,6 +365,14 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
         print()
         print("FAILED" if failed else "passed (warnings are worth a look, not errors)")
     return 1 if failed else 0
+
+
+def _loop_words(report: MaskReport, loop: str) -> str:
+    """What ``--loop trainer`` adds to the ``forward:`` line."""
+    if loop != "trainer":
+        return ""
+    value = report.scenario.use_cache
+    return f"a Trainer's (TrainingArguments.use_cache={value} copied into the config), "
 
 
 def _with_section(section: str, check: Check) -> Check:

@@ -36,6 +36,7 @@ from probewise.throughput.readers._source import GZIP_MAGIC, WHITESPACE, ZSTD_MA
 from probewise.throughput.readers._workers import Worker
 
 __all__ = [
+    "SUMMARY_SUFFIX",
     "ChromeTraceSet",
     "ProgressCallback",
     "TraceReader",
@@ -344,6 +345,11 @@ def _rank_key(table: KernelTable) -> tuple[int, str]:
     return (source.rank if source.rank is not None else 1 << 30, source.path)
 
 
+SUMMARY_SUFFIX = ".kernels.json"
+"""The name ending of a kernel table summary written beside its trace (as
+``kernel_table_handler`` does): a directory read as the ranks of a job skips them."""
+
+
 def _trace_files(paths: str | PathLike[str] | Sequence[str | PathLike[str]]) -> Iterator[str]:
     items = cast("object", [paths] if isinstance(paths, str | PathLike) else paths)
     if isinstance(items, bytes | bytearray) or not isinstance(items, Sequence):
@@ -359,7 +365,11 @@ def _trace_files(paths: str | PathLike[str] | Sequence[str | PathLike[str]]) -> 
         name = os.fspath(cast("str | PathLike[str]", item))
         if os.path.isdir(name):
             for child in sorted(Path(name).iterdir()):
-                if child.is_file() and _looks_like_trace(child):
+                if (
+                    child.is_file()
+                    and not child.name.endswith(SUMMARY_SUFFIX)
+                    and _looks_like_trace(child)
+                ):
                     yield str(child)
         else:
             yield name
