@@ -315,6 +315,24 @@ def test_bad_calibration_exits_2_before_any_request(
     assert "chance" in err
 
 
+@pytest.mark.parametrize("count", [10**400, 2**53 + 1])
+def test_calibration_counts_past_float_range_exit_2_before_any_request(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str], count: int
+) -> None:
+    # They ended the run with exit 3 once every request had been sent (issue 30).
+    prompts = _jsonl(tmp_path / "p.jsonl", {"s1": "stop:1"})
+    path = _calibration_file(tmp_path / "huge.json", good=True)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["matrix"]["refused"]["declined"] = count
+    path.write_text(json.dumps(data), encoding="utf-8")
+    argv = ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y"]
+    assert main([*argv, "--calibration", str(path), *FAST]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1
+    assert "at most 2**53" in err
+    assert server.requests == 0  # type: ignore[attr-defined]
+
+
 def test_a_checkpoint_of_another_model_or_prompts_exits_2_without_requests(
     server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
