@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Final, cast, final
 
 import attrs
+import torch  # first: without torch, torch is the package named missing
 from transformers import PretrainedConfig
 
 from probewise.errors import InvalidInputError, UnsupportedModelError
@@ -131,8 +132,6 @@ class Plan:
 
 def plan(config: PretrainedConfig, scenario: MaskScenario, dtype: str) -> Plan:
     """Check the scenario's allocation and cut a deep config to its pattern."""
-    import torch
-
     text = text_config_of(config)
     heads = getattr(text, "num_attention_heads", 1)
     hidden = getattr(text, "hidden_size", 1)
