@@ -296,23 +296,44 @@ def test_calibration_adds_corrected_rates(
     assert "calibrated: corrected declined rates: A " in out
 
 
+def _refused_calibration(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str], path: Path
+) -> str:
+    """probewise arms with ``path`` as --calibration: exit 2, one line, no request."""
+    prompts = _jsonl(tmp_path / "p.jsonl", {"s1": "stop:1"})
+    argv = ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y"]
+    assert main([*argv, "--calibration", str(path), *FAST]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1
+    assert server.requests == 0  # type: ignore[attr-defined]
+    return err
+
+
 def test_bad_calibration_exits_2_before_any_request(
     server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     prompts = _jsonl(tmp_path / "p.jsonl", {"s1": "stop:1"})
     broken = tmp_path / "broken.json"
     broken.write_text('{"matrix": 3}', encoding="utf-8")
+    assert "broken.json" in _refused_calibration(server, tmp_path, capfd, broken)
     argv = ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y"]
-    assert main([*argv, "--calibration", str(broken), *FAST]) == 2
-    err = capfd.readouterr().err
-    assert err.count("\n") == 1
-    assert "broken.json" in err
-    assert server.requests == 0  # type: ignore[attr-defined]
     chance = _calibration_file(tmp_path / "chance.json", good=False)
     assert main([*argv, "--calibration", str(chance), *FAST]) == 2
     err = capfd.readouterr().err
     assert err.count("\n") == 1
     assert "chance" in err
+
+
+@pytest.mark.parametrize("count", [10**400, 2**53 + 1])
+def test_calibration_counts_past_float_range_exit_2_before_any_request(
+    server: object, tmp_path: Path, capfd: pytest.CaptureFixture[str], count: int
+) -> None:
+    # They ended the run with exit 3 once every request had been sent (issue 30).
+    path = _calibration_file(tmp_path / "huge.json", good=True)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["matrix"]["refused"]["declined"] = count
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert "at most 2**53" in _refused_calibration(server, tmp_path, capfd, path)
 
 
 def test_a_checkpoint_of_another_model_or_prompts_exits_2_without_requests(

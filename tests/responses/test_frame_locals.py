@@ -1,5 +1,5 @@
 """No text in the frame locals of a traceback: a wrong-typed argument holding text to
-Sealed or ArmTally.of, and a judge that raises a BaseException (issue 30). A traceback
+Completion, Sealed or ArmTally.of, and a judge that raises a BaseException (issue 30). A traceback
 printed with locals (rich, pytest --showlocals, error trackers) walks these frames."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import traceback
 
 import pytest
 
-from probewise import ArgumentTypeError, ArmTally, Complied, Sealed
+from probewise import ArgumentTypeError, ArmTally, Completion, Complied, InvalidInputError, Sealed
 from probewise.responses import JudgeVerdict, judge_completion
 
 CANARY = "zq-canary-frame-91e2"
@@ -42,6 +42,38 @@ def test_sealed_drops_a_wrong_typed_value_before_raising(value: object) -> None:
     assert CANARY not in below, "text left in a frame's locals"
 
 
+@pytest.mark.parametrize(
+    "value", [CANARY.encode(), [CANARY], {"text": CANARY}, bytearray(CANARY.encode())]
+)
+def test_completion_drops_a_wrong_typed_text_before_raising(value: object) -> None:
+    with pytest.raises(
+        ArgumentTypeError, match=r"Completion\.text must be a str or Sealed"
+    ) as info:
+        Completion(value)  # type: ignore[arg-type]
+    below = _here_and_below(info.value)
+    assert below  # the constructor's frame is there, and its half-made self reprs
+    assert CANARY not in below, "text left in a frame's locals"
+    with pytest.raises(ArgumentTypeError) as info:
+        Completion(text=value)  # type: ignore[arg-type]
+    assert CANARY not in _here_and_below(info.value)
+
+
+def test_completion_is_unchanged_for_its_callers() -> None:
+    done = Completion("a reply")
+    assert repr(done) == (
+        "Completion(text=Sealed(<7 chars>), finish_reason=<FinishReason.STOP: 'stop'>, "
+        "tokens=None)"
+    )
+    assert Completion(done.text).text is done.text
+    assert Completion("a reply", tokens=3).tokens == 3
+    with pytest.raises(InvalidInputError, match=r"Completion\.tokens"):
+        Completion("a reply", tokens=-1)
+    with pytest.raises(ArgumentTypeError, match="finish_reason must be a FinishReason, got str"):
+        Completion("a reply", "length")  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        done.text = Sealed("other")  # type: ignore[misc]
+
+
 @pytest.mark.parametrize("bad", [CANARY, CANARY.encode(), [CANARY]])
 def test_arm_tally_of_drops_the_item_and_the_iterable_before_raising(bad: object) -> None:
     with pytest.raises(ArgumentTypeError, match=r"ArmTally\.of takes outcomes"):
@@ -55,10 +87,6 @@ def test_arm_tally_of_drops_the_item_and_the_iterable_before_raising(bad: object
 
 class _Stop(BaseException):
     pass
-
-
-def _judge_that_stops(text: str) -> JudgeVerdict:
-    raise _Stop(text)
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, _Stop])

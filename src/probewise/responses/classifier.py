@@ -42,15 +42,7 @@ from probewise.responses.sealed import Sealed, _open  # pyright: ignore[reportPr
 __all__ = ["Completion", "classify", "normalise"]
 
 
-def _to_sealed(value: str | Sealed) -> Sealed:
-    if isinstance(value, Sealed):
-        return value
-    if isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-        return Sealed(value)
-    raise ArgumentTypeError(f"Completion.text must be a str or Sealed, got {type(value).__name__}")
-
-
-def _finish_reason(_instance: object, _attribute: object, value: object) -> None:
+def _finish_reason(value: object) -> None:
     # The type only, never the value: a text passed in the wrong place is text.
     if not isinstance(value, FinishReason):
         raise ArgumentTypeError(
@@ -59,16 +51,44 @@ def _finish_reason(_instance: object, _attribute: object, value: object) -> None
 
 
 @final
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, init=False, repr=False)
 class Completion:
     """A completion and why generation stopped. The text is sealed at once.
     ``tokens``: how many tokens were generated, where the generator counts them."""
 
-    text: Sealed = attrs.field(converter=_to_sealed)
-    finish_reason: FinishReason = attrs.field(default=FinishReason.STOP, validator=_finish_reason)
-    tokens: int | None = attrs.field(
-        default=None, kw_only=True, validator=optional_non_negative_int
-    )
+    text: Sealed
+    finish_reason: FinishReason = FinishReason.STOP
+    tokens: int | None = attrs.field(default=None, kw_only=True)
+
+    def __init__(
+        self,
+        text: str | Sealed,
+        finish_reason: FinishReason = FinishReason.STOP,
+        *,
+        tokens: int | None = None,
+    ) -> None:
+        # Written out (not attrs' generated __init__, whose frame would keep ``text``):
+        # a wrong-typed text is dropped from this frame's locals before the error.
+        given = cast("object", text)
+        del text
+        if not isinstance(given, str | Sealed):
+            kind = type(given).__name__
+            del given  # bytes or a list may hold the text
+            raise ArgumentTypeError(f"Completion.text must be a str or Sealed, got {kind}")
+        sealed = given if isinstance(given, Sealed) else Sealed(given)
+        del given
+        _finish_reason(finish_reason)
+        optional_non_negative_int(self, attrs.fields(Completion).tokens, tokens)
+        object.__setattr__(self, "text", sealed)
+        object.__setattr__(self, "finish_reason", finish_reason)
+        object.__setattr__(self, "tokens", tokens)
+
+    def __repr__(self) -> str:
+        # A traceback with locals reprs the half-made instance of a refused __init__.
+        text = getattr(self, "text", "<unset>")
+        reason = getattr(self, "finish_reason", "<unset>")
+        tokens = getattr(self, "tokens", None)
+        return f"Completion(text={text!r}, finish_reason={reason!r}, tokens={tokens!r})"
 
 
 _QUOTES: tuple[tuple[str, str], ...] = tuple(

@@ -91,6 +91,7 @@ def _add_optional(a: int | None, b: int | None) -> int | None:
 
 # --------------------------------------------------------------------------- kinds
 
+_CLASSIFIED_CHARS: Final = 1 << 16
 _ANON: Final = regex.compile(r"\(anonymous namespace\)::")
 
 
@@ -118,8 +119,9 @@ class KernelKind(enum.Enum):
 
     @staticmethod
     def of(name: str) -> KernelKind:
-        """Classify a kernel (or device row) by its name."""
-        cleaned = _ANON.sub("", name).strip()
+        """Classify a kernel (or device row) by its name (its first 64 KiB characters:
+        longer names are not kernel names, and the patterns must not take minutes)."""
+        cleaned = _ANON.sub("", name[:_CLASSIFIED_CHARS]).strip()
         if cleaned.startswith("void "):
             cleaned = cleaned[5:]
         head = regex.split(r"[<(]", cleaned, maxsplit=1)[0]

@@ -531,15 +531,16 @@ def _probe(
     with requires(Extra.TORCH, "probe_masks"):
         # _recorder first: it imports torch before transformers, so a missing torch
         # is the one named (as it was before the config loader had its own module).
-        from probewise.throughput.attention import _recorder
+        from probewise.throughput.attention import _bounds, _recorder
         from probewise.throughput.attention._config import load_config
 
     loaded = load_config(
         cast("PretrainedConfig | str | Path | Mapping[str, object]", _resolve_config(config))
     )
+    plan = _bounds.plan(loaded, scenario, attention_dtype.value)  # before any allocation
     input_ids, attention, positions = scenario_inputs(scenario)
     run = _recorder.record_sdpa_calls(
-        loaded,
+        plan.config,
         dtype=attention_dtype.value,
         input_ids=input_ids,
         attention_mask=attention,
@@ -551,8 +552,9 @@ def _probe(
         dense_masks=dense_masks,
         attn_implementation=scenario.attn_implementation,
     )
+    run = plan.expand(run)  # a deep config's pattern, repeated
     masks = _MaskReader(run, scenario)
-    layers = [_layer(raw, masks, scenario, capability) for raw in run.calls]
+    layers = _layers(run, masks, scenario, capability)
     distinct = {raw.mask_id: layer.mask_bytes for raw, layer in zip(run.calls, layers, strict=True)}
     import transformers
 
@@ -634,6 +636,24 @@ class _MaskReader:
             mask_bytes=run.mask_bytes[mask_id],
             cross_document=self.crossing[mask_id] if packed else None,
         )
+
+
+def _layers(
+    run: RecordedRun, masks: _MaskReader, scenario: MaskScenario, capability: tuple[int, int]
+) -> list[LayerAttention]:
+    """Each call's layer; calls alike but for their layer (a deep config's repeated
+    pattern) are read once."""
+    read: dict[RawCall, LayerAttention] = {}
+    out: list[LayerAttention] = []
+    for raw in run.calls:
+        key = attrs.evolve(raw, layer_index=0)
+        known = read.get(key)
+        if known is None:
+            known = read[key] = _layer(raw, masks, scenario, capability)
+            out.append(known)
+        else:
+            out.append(attrs.evolve(known, index=raw.layer_index))
+    return out
 
 
 def _layer(

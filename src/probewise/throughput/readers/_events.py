@@ -24,7 +24,7 @@ import regex
 from probewise.errors import DamageKind, InvalidInputError, SpillError, TraceFormatError
 from probewise.throughput.kernels import Damage, KernelTable, ProgressCallback, TraceSource
 from probewise.throughput.readers._native import NativePath
-from probewise.throughput.readers._source import WHITESPACE, Source
+from probewise.throughput.readers._source import Source
 from probewise.throughput.readers._spill import Area
 from probewise.throughput.readers._totals import DECODE_ANY, DECODE_EVENTS, Event, FastPath, Totals
 
@@ -34,6 +34,14 @@ __all__ = ["Parser", "Segment", "Spawn", "WorkerResult", "first_line"]
 # in cache for the passes over them (measured faster than 4 MiB and than 256 KiB).
 _RUN: Final = 1 << 20
 _MAX_VALUE: Final = 256 << 20  # largest non-event top-level value held in memory
+# Largest span searched for the end of one event: no profiler writes an event this big,
+# and the window that looks for its end must not grow with the file (issue 30).
+_MAX_EVENT: Final = 64 << 20
+_TRIES: Final = 8  # candidate cuts tried per window before it is widened
+# A string (to its closing quote, or to the end of the window) or a brace: what
+# _last_boundary walks to find where events end, '},{' inside strings skipped.
+_TOKEN: Final = regex.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\Z)|[{}]')
+_NOT_WHITESPACE: Final = regex.compile(rb"[^ \t\r\n]")
 _MAX_WORLD_SIZE: Final = 1 << 20  # larger distributedInfo ranks/world sizes are ignored
 _PARALLEL_MIN_BYTES: Final = 64 << 20  # plain files at least this big are split among workers
 _ERROR_BYTE: Final = regex.compile(r"\(byte (\d+)\)")
@@ -133,13 +141,11 @@ class Parser:
         src = self.src
         while True:
             buf = src.buf
-            n = len(buf)
-            pos = self.pos
-            while pos < n and buf[pos] in WHITESPACE:
-                pos += 1
-            self.pos = pos
-            if pos < n:
-                return buf[pos]
+            found = _NOT_WHITESPACE.search(buf, self.pos)  # one C pass, not a byte at a time
+            if found is not None:
+                self.pos = found.start()
+                return buf[self.pos]
+            pos = self.pos = len(buf)
             self.pos = src.compact(pos)
             if not src.more():
                 return None
@@ -325,11 +331,22 @@ class Parser:
                 )
             except ValueError as error:
                 err_pos = error.pos if isinstance(error, json.JSONDecodeError) else 0
-                near_end = err_pos >= len(text) - 1
-                if near_end and not src.eof and len(src.buf) - self.pos < _MAX_VALUE:
+                # json names where an unterminated string starts, not where the text ended.
+                unterminated = str(error).startswith("Unterminated string")
+                near_end = unterminated or err_pos >= len(text) - 1
+                held = len(src.buf) - self.pos
+                if near_end and not src.eof and held < _MAX_VALUE:
                     self.pos = src.compact(self.pos)
-                    src.more()
+                    # Double what is held before decoding again: linear, not quadratic.
+                    while len(src.buf) - self.pos < 2 * held and src.more():
+                        pass
                     continue
+                if near_end and not src.eof:
+                    self._fail(
+                        DamageKind.MALFORMED,
+                        f"{what} is larger than {_MAX_VALUE >> 20} MiB (no profiler writes that)",
+                        self._at(),
+                    )
                 offset = self._at() + len(text[:err_pos].encode("utf-8", "surrogateescape"))
                 kind = DamageKind.TRUNCATED if near_end and src.eof else DamageKind.MALFORMED
                 self._fail(kind, f"invalid JSON in {what}: {first_line(error)}", offset)
@@ -471,7 +488,9 @@ class Parser:
             return self._final_run()
         cuts = self._cuts(pos, limit)
         while True:
-            for cut_end, next_start in reversed(cuts):
+            # The last few candidates only: where they all fall inside one string (a name
+            # full of '},{'), trying every one would be quadratic; widening finds its end.
+            for cut_end, next_start in reversed(cuts[-_TRIES:]):
                 outcome = self._try(pos, cut_end)
                 if outcome is _WRONG_CUT:
                     continue
@@ -479,17 +498,71 @@ class Parser:
                     return True
                 self.pos = next_start
                 return False
-            # No usable cut in this window: widen it.
-            if src.eof and limit >= len(buf):
+            # No usable cut in this window: widen it, up to _MAX_EVENT.
+            if src.eof and limit >= len(buf) and limit - pos <= _MAX_EVENT:
                 return self._final_run()
+            if limit - pos >= _MAX_EVENT:
+                return self._at_cap(pos, limit)
             while len(src.buf) < limit * 2 - pos and src.more():
                 pass
             buf = src.buf
             new_limit = min(len(buf), pos + (limit - pos) * 2)
             cuts = self._cuts(limit - 1 if limit > pos else pos, new_limit)
             limit = new_limit
-            if not cuts and src.eof and limit >= len(buf):
+            if not cuts and src.eof and limit >= len(buf) and limit - pos <= _MAX_EVENT:
                 return self._final_run()
+
+    def _at_cap(self, pos: int, limit: int) -> bool:
+        """The window reached _MAX_EVENT: the array may end inside it (space follows);
+        else the events before the one that does not end are read, and that one is
+        refused at its start, not held whole."""
+        buf = self.src.buf
+        end = pos + len(buf[pos:limit].rstrip(b" \t\r\n"))
+        if end > pos and buf[end - 1] == ord("]") and self._try(pos, end - 1) is _OK:
+            self.pos = end  # the array ends, and only space follows so far
+            return True
+        outcome = self._try(pos, limit)
+        if outcome is _CLOSED:
+            return True
+        if outcome is _OK:  # the window ended exactly where an event does
+            self.pos = limit
+            after = self._peek()
+            self.pos += 1
+            if after == ord(","):
+                return False
+            if after != ord("]"):
+                self.pos -= 1
+                self._fail(DamageKind.MALFORMED, "expected ',' or ']' after an event", self._at())
+            return True
+        boundary = self._last_boundary(pos, limit)
+        if boundary is not None and self._try(pos, boundary[0]) is _OK:
+            self.pos = boundary[1]
+            return False
+        self._fail(
+            DamageKind.MALFORMED,
+            f"no event ends within {_MAX_EVENT >> 20} MiB: an event (a name, a string, "
+            "or space between events) is larger than any profiler writes",
+            self._at(),
+        )
+
+    def _last_boundary(self, start: int, end: int) -> tuple[int, int] | None:
+        """The last (end of '}', start of next '{') in buf[start:end] at depth 0, in
+        one pass that steps over strings; None where no event ends before ``end``."""
+        buf = self.src.buf
+        depth = 0
+        last: int | None = None
+        for match in _TOKEN.finditer(buf, start, end):
+            token = buf[match.start()]
+            if token == ord("{"):
+                depth += 1
+            elif token == ord("}"):
+                depth -= 1
+                if depth == 0:
+                    last = match.end()
+        if last is None:
+            return None
+        found = _CUT.match(buf, last - 1, end)
+        return None if found is None else (last, found.end())
 
     def _cuts(self, start: int, end: int) -> list[tuple[int, int]]:
         """Candidate event boundaries in buf[start:end]: (end of '}', start of next '{')."""

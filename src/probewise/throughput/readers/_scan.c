@@ -21,7 +21,7 @@
  * None and the reader takes its pure-Python paths on the same bytes. What it
  * accepts is valid JSON that msgspec also accepts and that the exact path's typed
  * decode reads without a type error, and its totals are the exact path's
- * (tests/throughput/test_chrome_native.py holds them equal).
+ * (tests/throughput/readers/test_chrome_native.py holds them equal).
  *
  * MAX_DEPTH (64) is far below msgspec's own limit at Python's default recursion limit;
  * a program that lowers that limit to under about 100 can make msgspec refuse a run the

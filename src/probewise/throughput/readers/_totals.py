@@ -87,8 +87,9 @@ class _Args64(msgspec.Struct):
 
 _DECODE_ARGS: Final = msgspec.json.Decoder(_Args)
 _DECODE_ARGS_LIST: Final = msgspec.json.Decoder(list[_Args64])
-DECODE_ANY: Final = msgspec.json.Decoder()
-"""Any JSON value, as Python objects."""
+DECODE_ANY: Final = msgspec.json.Decoder(float_hook=float)
+"""Any JSON value, as Python objects; a number past a float's range (``1e400``) is read
+as Python's ``json`` reads it (an infinity), not refused as msgspec's typed decode does."""
 _CORRELATION: Final = re.compile(rb'"correlation"[ \t\r\n]*+:[ \t\r\n]*+(-?[0-9]{1,19})(?![0-9])')
 _CAT: Final = operator.attrgetter("cat")
 _PH: Final = operator.attrgetter("ph")
@@ -575,10 +576,9 @@ def _durations_ns(events: list[Event]) -> list[int]:
     """Each event's duration in integer ns (-1 where it is unusable)."""
     durations: list[int | float | str | None] = list(map(_DUR, events))
     numbers = [d for d in durations if type(d) is float or type(d) is int]
-    if len(numbers) == len(durations):
-        ns_list = [round(d * 1000) for d in numbers]
-        if not ns_list or (min(ns_list) >= 0 and max(ns_list) < 10**18):
-            return ns_list
+    # Bounds first: a finite duration past 1.8e305 us is an infinity in ns.
+    if len(numbers) == len(durations) and (not numbers or 0 <= min(numbers) <= max(numbers) < 1e15):
+        return [round(d * 1000) for d in numbers]
     return [_dur_ns(d) for d in durations]
 
 
