@@ -61,8 +61,7 @@ def test_completion_drops_a_wrong_typed_text_before_raising(value: object) -> No
 def test_completion_is_unchanged_for_its_callers() -> None:
     done = Completion("a reply")
     assert repr(done) == (
-        "Completion(text=Sealed(<7 chars>), finish_reason=<FinishReason.STOP: 'stop'>, "
-        "tokens=None)"
+        "Completion(text=Sealed(<7 chars>), finish_reason=<FinishReason.STOP: 'stop'>, tokens=None)"
     )
     assert Completion(done.text).text is done.text
     assert Completion("a reply", tokens=3).tokens == 3
