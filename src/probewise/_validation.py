@@ -241,7 +241,7 @@ def optional_duration(value: object) -> float | None:
 
 
 # --------------------------------------------------------------------------- throughput
-# (issue 22, attn) The throughput half's own validators, once private to one module
+# The throughput half's own validators, once private to one module
 # each (``sdpa._strict_int``, ``masks._bool``, ``scaling._positive_int``). Each keeps
 # the exception class and the message it raised there: they name the field alone,
 # not ``Class.field``, and raise InvalidInputError for any bad value.
@@ -293,7 +293,7 @@ def length_int(_instance: object, attribute: attrs.Attribute[int], value: int) -
 
 
 # --------------------------------------------------------------------------- responses
-# (issue 22: the response half's validators that were private to their modules.)
+# The response half's validators, once private to their modules.
 
 
 def rubric_timeout(_instance: object, _attribute: attrs.Attribute[float], value: object) -> None:

@@ -38,13 +38,12 @@ from probewise import (
     Rule,
     classify,
 )
+from probewise.responses import _gates, normalise
 from probewise.responses import classifier as classify_module
-from probewise.responses import normalise
 from probewise.responses._gates import CASE_TWINS as _CASE_TWINS
 from probewise.responses._gates import LETTER_RUNS as _LETTER_RUNS
 from probewise.responses._gates import derive_gate as _gate
 from probewise.responses._gates import gate_of
-from probewise.responses._gates import vet as _vet
 from probewise.responses._matcher import DEFLECTION, REFUSAL, plan_of
 from probewise.responses._matcher import GateScan as _GateScan
 
@@ -75,6 +74,11 @@ CATEGORIES: dict[Any, str] = {
     _OPS.CATEGORY_DIGIT: r"\d",
     _OPS.CATEGORY_NOT_DIGIT: r"\D",
 }
+
+
+def _vet(rules: list[Rule]) -> None:
+    """Mark ``rules`` as shipped ones are marked: their gates prefilter them."""
+    _gates._GATES.update(_gates.derived_gates(rules))  # pyright: ignore[reportPrivateUsage]
 
 
 def sre_parse(pattern: str) -> Any:

@@ -12,10 +12,17 @@ import warnings
 import pytest
 
 from probewise import Rubric, RubricError, Rule, classify
+from probewise.responses import rules as _rules
 from probewise.responses._gates import vet_shipped as _vet_shipped
 from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, plan_of
 from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_REFUSAL
-from probewise.responses.rules import compiled_yet
+
+
+def compiled_yet(rule: Rule) -> bool:
+    """Whether ``rule`` was compiled (or found not to compile) already: the lazy
+    compiling under test keeps its results in ``rules._COMPILED``, by rule id."""
+    return id(rule) in _rules._COMPILED  # pyright: ignore[reportPrivateUsage]
+
 
 # Counts regex.compile calls during the first Rubric.default() of a fresh process, and
 # during a first classify of an ordinary (compliant) opening after it.

@@ -49,7 +49,6 @@ class Status(enum.Enum):
     PASS = "pass"
     WARN = "warn"
     FAIL = "fail"
-    SKIP = "skip"
 
 
 @final

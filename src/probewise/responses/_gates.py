@@ -1,7 +1,7 @@
 """Gates: regex -> word conditions, the prefilter of the shipped rules.
 
 :func:`derive_gate` reads a pattern and derives its *gate* (see the notes below);
-:func:`vet` and :func:`vet_shipped` record the gates of the shipped rules, by pattern
+:func:`vet_shipped` records the gates of the shipped rules, by pattern
 (a gate is a function of the pattern alone), where :func:`gate_of` finds them. The
 shipped gates are derived at development time into ``_default_gates.json`` by
 ``scripts/build_gates.py``; :func:`vet_shipped` reads that file. :mod:`._matcher`
@@ -623,7 +623,7 @@ Gate = tuple["Term", ...]
 # The gates of the vetted (shipped) patterns, by pattern. A pattern with a gate is
 # vetted: it compiles without a warnings filter and its rule runs only on openings that
 # pass its gate; a caller's pattern has none (unless it is a shipped pattern: its gate,
-# derived from the pattern alone, holds for it as well). Filled by vet and vet_shipped;
+# derived from the pattern alone, holds for it as well). Filled by vet_shipped (and by tests that vet rules of their own);
 # the shipped rules' on the first gate_of (ensure_shipped).
 _GATES: dict[str, Gate] = {}
 _SHIPPED_LOCK = threading.Lock()
@@ -643,16 +643,11 @@ def derived_gates(rules: Iterable[Rule]) -> dict[str, Gate]:
     return gates
 
 
-def vet(rules: Iterable[Rule]) -> None:
-    """Mark shipped rules: their gates prefilter them in classify()."""
-    _GATES.update(derived_gates(rules))
-
-
 # --- Shipped gates: derived at development time ---------------------------------------
 #
 # Deriving the shipped rules' gates takes a few tenths of a second, which every process
 # paid on its first Rubric.default(). scripts/build_gates.py derives them once, with
-# vet's analysis, into SHIPPED_GATES (keyed by pattern, canonical and sorted, so the
+# derived_gates' analysis, into SHIPPED_GATES (keyed by pattern, canonical and sorted, so the
 # file is a pure function of the patterns); vet_shipped reads it. A rule whose pattern
 # the file does not hold (the file is stale: a pattern changed since it was built) gets
 # its gate derived as before, so a stale file costs time, never soundness; the test
@@ -717,7 +712,8 @@ def shipped_gates(rules: Iterable[Rule]) -> dict[str, Gate]:
 
 
 def vet_shipped(rules: Iterable[Rule]) -> None:
-    """:func:`vet` for the shipped rules, with the gates read from :data:`SHIPPED_GATES`."""
+    """Mark the shipped rules, so that their gates prefilter them in classify(), with the
+    gates read from :data:`SHIPPED_GATES`."""
     _GATES.update(shipped_gates(rules))
 
 

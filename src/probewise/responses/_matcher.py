@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from probewise.responses.outcome import Deflected, Refused
 
 # The groups, by their index in Plan.combined.
-GROUPS = ("refusal", "deflection", "preamble")
 REFUSAL, DEFLECTION, PREAMBLE = 0, 1, 2
 
 

@@ -165,8 +165,6 @@ class Error:
 Outcome: TypeAlias = Complied | Deflected | Refused | Empty | Error
 """Every result of :func:`probewise.classify`."""
 
-OUTCOME_TYPES: tuple[type[Outcome], ...] = (Complied, Deflected, Refused, Empty, Error)
-
 
 def decided_copy(outcome: Outcome) -> Outcome:
     """``outcome`` with ``decided`` set (an :class:`Error` as it is): what

@@ -111,7 +111,7 @@ class Rubric:
     opening_chars: int = attrs.field(default=400, validator=_check_opening)
     # Read the opening in the model's own voice (tags set aside) and a reply in several
     # answers answer by answer (see the module notes). False: the opening is the
-    # first characters of the text, as before issue 29.
+    # first characters of the text, without setting tags aside.
     own_voice: bool = attrs.field(default=True, validator=checked_type(bool))
     # No caches here: what classify builds for a rubric (its prefilters, gate scan and
     # outcomes) is its plan, kept by probewise.responses._matcher (see plan_of there),

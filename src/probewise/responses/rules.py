@@ -98,8 +98,3 @@ def compile_rule(rule: Rule, *, strict: bool = True) -> regex.Pattern[str] | str
         _COMPILED[key] = result
         weakref.finalize(rule, _forget, key)
     return result
-
-
-def compiled_yet(rule: Rule) -> bool:
-    """Whether ``rule`` was compiled (or found not to compile) already."""
-    return id(rule) in _COMPILED

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_mask_band import reconstruct
+from test_mask_intervals import dense_of
 
 from probewise.throughput.attention._band import BandKind, RowIntervals, analyse_band
 
@@ -149,7 +150,7 @@ def test_intervals_and_dense_read_the_same_chunked_band() -> None:
     lo = np.where(allowed.any(-1), allowed.argmax(-1), 0)
     hi = np.where(allowed.any(-1), 23 - allowed[..., ::-1].argmax(-1), -1)
     intervals = RowIntervals(lo=lo, hi=hi, keep=np.ones((1, 24), dtype=bool))
-    assert np.array_equal(intervals.dense(), allowed)
+    assert np.array_equal(dense_of(intervals), allowed)
     dense = analyse_band(allowed, chunk_size=5, documents=(7, 17))
     assert analyse_band(intervals, chunk_size=5, documents=(7, 17)) == dense
     assert (
@@ -211,7 +212,7 @@ def test_transformers_chunked_masks_read_as_intervals(data: st.DataObject) -> No
     build = _stand_ins.structured_sdpa_mask(masking_utils.sdpa_mask, stand_ins)
     build(**arguments)
     (read,) = stand_ins.values()
-    assert np.array_equal(read.intervals.dense(), dense[:, 0].numpy())
+    assert np.array_equal(dense_of(read.intervals), dense[:, 0].numpy())
     assert read.nbytes == dense.untyped_storage().nbytes()
     band = analyse_band(read.intervals, chunk_size=chunk, documents=documents)
     assert band == analyse_band(dense[:, 0].numpy(), chunk_size=chunk, documents=documents)

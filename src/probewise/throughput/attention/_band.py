@@ -178,12 +178,6 @@ class RowIntervals:
         batch, queries = self.lo.shape
         return int(batch), int(queries), int(self.keep.shape[1])
 
-    def dense(self) -> BoolArray:
-        """The dense mask (O(batch x queries x keys): for tests and small masks)."""
-        keys = np.arange(self.keep.shape[1], dtype=np.int64)[None, None, :]
-        inside = (self.lo[:, :, None] <= keys) & (keys <= self.hi[:, :, None])
-        return np.asarray(inside & self.keep[:, None, :])
-
 
 def _interval_counts(cum: IntArray, lo: IntArray, hi: IntArray) -> IntArray:
     """Kept keys in ``[lo, hi]`` per row, from the per-batch-row prefix sums ``cum``."""
@@ -219,7 +213,7 @@ def _dense_summary(allowed: BoolArray) -> _Summary:
 
 
 def _interval_summary(mask: RowIntervals) -> _Summary:
-    """The same numbers as :func:`_dense_summary` on ``mask.dense()``: a row's allowed
+    """The same numbers as :func:`_dense_summary` on the dense mask: a row's allowed
     keys are the kept keys of ``[lo, hi]``, so its count is a difference of prefix
     sums of ``keep``, its first key the first kept key at or after ``lo`` and its
     last the last kept key at or before ``hi``; a key is attended when it is kept and

@@ -1,4 +1,4 @@
-"""Bounds on what the mask probe is given, checked before it allocates (issue 30).
+"""Bounds on what the mask probe is given, checked before it allocates.
 
 :func:`check_allocation`: the inputs, embeddings and rotary tables the probe's forward
 holds for a scenario, refused when they exceed this machine's memory.

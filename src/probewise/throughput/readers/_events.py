@@ -35,7 +35,7 @@ __all__ = ["Parser", "Segment", "Spawn", "WorkerResult", "first_line"]
 _RUN: Final = 1 << 20
 _MAX_VALUE: Final = 256 << 20  # largest non-event top-level value held in memory
 # Largest span searched for the end of one event: no profiler writes an event this big,
-# and the window that looks for its end must not grow with the file (issue 30).
+# and the window that looks for its end must not grow with the file.
 _MAX_EVENT: Final = 64 << 20
 _TRIES: Final = 8  # candidate cuts tried per window before it is widened
 # A string (to its closing quote, or to the end of the window) or a brace: what

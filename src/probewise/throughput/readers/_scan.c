@@ -1,7 +1,7 @@
 /*
  * probewise.throughput.readers._scan: one C pass over a run of Chrome trace events.
  *
- * The trace reader's optional compiled part (issue 20; docs/reference/chrome-trace.md,
+ * The trace reader's optional compiled part (docs/reference/chrome-trace.md,
  * "The compiled scanner"). scan() checks that a run of events (the inside of a JSON
  * array) is valid JSON and does, in one pass, what the exact path (Totals.add in
  * _totals.py) does with it: counts the events by category and by whether ``ph`` is "X";
