@@ -15,8 +15,8 @@ Why the classes keep their defining module as ``__module__`` (httpx and outcome 
 to their face): every module here uses ``from __future__ import annotations``, and
 ``typing.get_type_hints(cls)`` resolves a class's string annotations in
 ``sys.modules[cls.__module__]``. Pointed at a face, that lookup fails for every caller
-that resolves hints (attrs, cattrs, probewise's own JSON reader), so reprs and pickles
-name the defining module instead.
+that resolves hints (attrs, cattrs, probewise's own JSON reader), so pickles and
+``type(x).__module__`` name the defining module instead.
 """
 
 from __future__ import annotations
