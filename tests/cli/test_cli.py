@@ -451,7 +451,7 @@ def test_an_unexpected_exception_is_exit_3_in_one_line(
     from probewise.cli import fit as _cli_fit
 
     monkeypatch.delenv("PROBEWISE_DEBUG", raising=False)
-    monkeypatch.setattr(_cli_fit, "_run", _raising(ZeroDivisionError("secret-canary")))
+    monkeypatch.setattr(_cli_fit, "run", _raising(ZeroDivisionError("secret-canary")))
     assert main(["fit", "1:1"]) == 3
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
@@ -468,7 +468,7 @@ def test_probewise_debug_prints_the_traceback(
     from probewise.cli import fit as _cli_fit
 
     monkeypatch.setenv("PROBEWISE_DEBUG", "1")
-    monkeypatch.setattr(_cli_fit, "_run", _raising(RecursionError("deep")))
+    monkeypatch.setattr(_cli_fit, "run", _raising(RecursionError("deep")))
     assert main(["fit", "1:1"]) == 3
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err
@@ -480,7 +480,7 @@ def test_ctrl_c_is_exit_130(
 ) -> None:
     from probewise.cli import fit as _cli_fit
 
-    monkeypatch.setattr(_cli_fit, "_run", _raising(KeyboardInterrupt()))
+    monkeypatch.setattr(_cli_fit, "run", _raising(KeyboardInterrupt()))
     assert main(["fit", "1:1"]) == 130
     assert capsys.readouterr().err == "probewise fit: interrupted\n"
 
@@ -490,7 +490,7 @@ def test_a_probewise_error_is_one_line_even_with_newlines(
 ) -> None:
     from probewise.cli import fit as _cli_fit
 
-    monkeypatch.setattr(_cli_fit, "_run", _raising(InvalidInputError("first\nsecond\r\nthird")))
+    monkeypatch.setattr(_cli_fit, "run", _raising(InvalidInputError("first\nsecond\r\nthird")))
     assert main(["fit", "1:1"]) == 2
     assert capsys.readouterr().err == "probewise fit: error: first second third\n"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import probewise.cli.arms as cli_arms
+import probewise.responses.arms as responses_arms
 from _http_server import CANARY, base_url, serving
 from probewise.cli import main
 
@@ -169,7 +169,7 @@ def test_interrupted_run_exits_1(
     def interrupted(*_args: object, **_kwargs: object) -> object:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_arms, "run_paired", interrupted)
+    monkeypatch.setattr(responses_arms, "run_paired", interrupted)  # arms.run looks it up there
     prompts = _jsonl(tmp_path / "p.jsonl", {"a": "stop:1"})
     argv = [
         "arms",

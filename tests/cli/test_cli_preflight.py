@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from probewise.cli import main
-from probewise.cli._args import parse_capability
+from probewise.cli._probe import parse_capability
 from probewise.cli.preflight import synthetic_lengths
 from probewise.errors import InvalidInputError
 

@@ -1,32 +1,38 @@
 """Start-up: ``probewise --help`` and each subcommand's ``--help`` import nothing heavy,
-and the lazy package ``probewise`` exports exactly what it declares."""
+each command is one module with a typed entry, and the lazy package ``probewise``
+exports exactly what it declares."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
+import importlib.util
 import json
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, NoneType
 
 import pytest
 
 import probewise
 import probewise.responses
 import probewise.throughput
-from probewise.cli import main
-from probewise.cli._args import COMMANDS, FIT_LOSSES
+from probewise.cli import COMMANDS, command_name, main
+from probewise.cli.fit import FIT_LOSSES
 from probewise.throughput import FitLoss
 
 HEAVY = ("numpy", "scipy", "torch", "transformers", "regex", "msgspec", "httpx")
-LIGHT = [[], *([spec.name] for spec in COMMANDS)]
+LIGHT = [[], *([command_name(command)] for command in COMMANDS)]
 
-# In a fresh interpreter: each command line's --help, then which heavy modules loaded.
+# In a fresh interpreter: each command line's --help, then which heavy modules loaded,
+# which modules from outside the standard library, and which of probewise's halves.
 HELPS = """
 import contextlib, io, json, sys
+before = set(sys.modules)
 from probewise.cli import main
 codes = []
 for args in json.loads(sys.argv[1]):
@@ -37,7 +43,10 @@ for args in json.loads(sys.argv[1]):
             codes.append([done.code, "usage: probewise" in out.getvalue()])
 heavy = json.loads(sys.argv[2])
 loaded = sorted(m for m in sys.modules if m.partition(".")[0] in heavy)
-print(json.dumps({"codes": codes, "loaded": loaded}))
+new = {m.partition(".")[0] for m in set(sys.modules) - before}
+outside = sorted(new - set(sys.stdlib_module_names) - {"probewise"})
+halves = sorted(m for m in sys.modules if m.split(".")[1:2] in (["responses"], ["throughput"]))
+print(json.dumps({"codes": codes, "loaded": loaded, "outside": outside, "halves": halves}))
 """
 
 
@@ -53,6 +62,8 @@ def test_help_imports_nothing_heavy() -> None:
     result = _fresh(HELPS, json.dumps(LIGHT), json.dumps(HEAVY))
     assert result["codes"] == [[0, True]] * len(LIGHT)
     assert result["loaded"] == []
+    assert result["outside"] == []  # the standard library and probewise only
+    assert result["halves"] == []  # ... and of probewise, neither half
 
 
 def test_import_probewise_imports_nothing_heavy() -> None:
@@ -75,10 +86,18 @@ def test_unknown_arguments_of_a_light_command_are_a_usage_error(
     )
 
 
-def test_every_command_runs_a_function_of_its_module() -> None:
-    for spec in COMMANDS:
-        module = importlib.import_module(spec.module)
-        assert callable(getattr(module, spec.run, None)), spec.name
+@pytest.mark.parametrize("command", COMMANDS, ids=command_name)
+def test_every_command_module_has_the_typed_entry(command: ModuleType) -> None:
+    """``add_arguments(parser) -> None`` and ``run(args) -> int``, as ``Command`` states
+    (the type checkers hold this too; here it is held at run time)."""
+    assert typing.get_type_hints(command.add_arguments) == {
+        "parser": argparse.ArgumentParser,
+        "return": NoneType,
+    }
+    assert typing.get_type_hints(command.run) == {"args": argparse.Namespace, "return": int}
+    assert isinstance(command.HELP, str)
+    assert isinstance(command.DESCRIPTION, str)
+    assert isinstance(command.RAW_DESCRIPTION, bool)
 
 
 def test_fit_losses_are_the_fit_loss_values() -> None:
@@ -91,8 +110,8 @@ CLI = Path(probewise.__file__).parent / "cli"
 COMMAND_MODULES = frozenset(
     f"probewise.cli.{path.stem}" for path in CLI.glob("*.py") if not path.stem.startswith("_")
 )
-"""The command modules: cli/'s modules less the private shared ones (``_args``,
-``_tables``, ``_plot``) and ``__init__``/``__main__``."""
+"""The command modules: cli/'s modules less the private shared ones (``_probe``,
+``_sweep``, ``_tables``, ...) and ``__init__``/``__main__``."""
 
 
 def _imported_commands(source: str, module: str) -> set[str]:
@@ -114,16 +133,76 @@ def _imported_commands(source: str, module: str) -> set[str]:
 
 
 def test_the_command_modules_are_the_commands() -> None:
-    assert {spec.module for spec in COMMANDS} == COMMAND_MODULES
+    """Every command module is registered, once, and registered by its module."""
+    names = [command.__name__ for command in COMMANDS]
+    assert sorted(names) == sorted(COMMAND_MODULES)
+    assert all(isinstance(command, ModuleType) for command in COMMANDS)
 
 
 def test_no_command_module_imports_another() -> None:
+    """(``__init__`` imports them all: it registers them.)"""
     wrong = {
         f"probewise.cli.{path.stem}": imported
         for path in CLI.glob("*.py")
-        if (imported := _imported_commands(path.read_text(), f"probewise.cli.{path.stem}"))
+        if path.stem != "__init__"
+        and (imported := _imported_commands(path.read_text(), f"probewise.cli.{path.stem}"))
     }
     assert wrong == {}
+
+
+# What ``probewise --help`` imports may import at its top (outside functions and
+# ``TYPE_CHECKING``), besides the standard library: probewise's light base modules,
+# which import only the standard library themselves.
+LIGHT_BASE = frozenset(
+    {
+        "probewise.errors",
+        "probewise._extras",
+        "probewise._files",
+        "probewise._progress",
+        "probewise.cli",
+        "probewise.cli._jsonl",
+        "probewise.cli._probe",
+        "probewise.cli._sweep",
+    }
+)
+STARTUP = sorted(COMMAND_MODULES | LIGHT_BASE)
+
+
+def _top_imports(source: str) -> set[str]:
+    """The modules a module imports at its top: outside functions and ``if TYPE_CHECKING:``."""
+    found: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module not in (None, "__future__"):
+            found.add(str(node.module))
+    return found
+
+
+def _source(module: str) -> str:
+    found = importlib.util.find_spec(module)
+    assert found is not None
+    assert found.origin is not None
+    return Path(found.origin).read_text()
+
+
+@pytest.mark.parametrize("module", STARTUP)
+def test_the_start_up_modules_import_only_the_standard_library_at_the_top(module: str) -> None:
+    """The test above sees what one run loaded; this one names the import that broke it."""
+    wrong = {
+        name
+        for name in _top_imports(_source(module))
+        if name.partition(".")[0] not in sys.stdlib_module_names and name not in LIGHT_BASE
+    }
+    assert wrong == set(), f"{module}: import these inside the function that needs them"
+
+
+def test_an_import_at_the_top_is_found() -> None:
+    source = (
+        "import json\nimport numpy\nfrom typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import torch\ndef f():\n    import scipy\n"
+    )
+    assert _top_imports(source) == {"json", "numpy", "typing"}
 
 
 @pytest.mark.parametrize(

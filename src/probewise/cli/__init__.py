@@ -1,17 +1,21 @@
 """The ``probewise`` command.
 
-The parser is built before anything heavy is imported: every subcommand's name, help
-and arguments come from :mod:`probewise.cli._args` (standard library only), and the
-module that runs a subcommand (``probewise.cli.<name>``, with its numpy, scipy or
-torch) is imported only when that subcommand runs, through its ``handler`` default, a
-function ``(argparse.Namespace) -> int`` (the exit status). So ``probewise --help`` and
-``probewise CMD --help`` import none of them. Conventions: ``--json`` prints one JSON
-document for machines; without it, readable tables for people.
+Each subcommand is one module, ``probewise.cli.<name>``, listed in :data:`COMMANDS`:
+its ``HELP`` and ``DESCRIPTION``, its parser (``add_arguments(parser)``) and what runs
+it (``run(args) -> int``, the exit status), the shape :class:`Command` states and the
+type checkers hold each module to. The command modules import only the standard
+library (and probewise's own light modules) at their top; numpy, scipy, torch and the
+two halves are imported inside ``run`` and its helpers, so that ``probewise --help``
+and ``probewise CMD --help`` import none of them (tests/cli/test_cli_startup.py holds
+this). Conventions: ``--json`` prints one JSON document for machines; without it,
+readable tables for people.
 
-No command module imports another (tests/cli/test_cli_startup.py holds this): what two
-commands share lives in the private modules, the argument groups and reading them
-back in :mod:`probewise.cli._args`, the tables and JSON documents in
-:mod:`probewise.cli._tables`, the plots in :mod:`probewise.cli._plot`.
+No command module imports another (the same test holds this): what two commands
+share lives in the private modules, the mask probe's options and its run in
+:mod:`probewise.cli._probe` (``masks``, ``preflight``), the length input and the
+bucket sweep in :mod:`probewise.cli._sweep` (``lengths``, ``buckets``), the tables
+and JSON documents in :mod:`probewise.cli._tables`, the plots in
+:mod:`probewise.cli._plot`.
 
 Exit status (the one contract every subcommand keeps, enforced here in :func:`main`):
 
@@ -31,18 +35,17 @@ No subcommand prints a Python traceback unless ``PROBEWISE_DEBUG=1`` is set.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final, cast, final
+from typing import Final, Protocol, cast, final
 
-from probewise.cli._args import COMMANDS
+from probewise.cli import arms, buckets, calibrate, demo, fit, kernels, lengths, masks, preflight
 from probewise.errors import ProbewiseError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "build_parser", "command_name", "main"]
 
 EXIT_BAD_INPUT: Final = 2
 """Exit status for bad input: a :class:`~probewise.errors.ProbewiseError` or a usage error."""
@@ -56,20 +59,58 @@ DEBUG_ENV: Final = "PROBEWISE_DEBUG"
 Handler = Callable[[argparse.Namespace], int]
 
 
-@final
-class _Deferred:
-    """A subcommand's handler: imports its module on the first call (on dispatch) and
-    calls the function there (looked up then, so that a patched one is the one run)."""
+class Command(Protocol):
+    """What a command module defines: the modules of :data:`COMMANDS` are its instances.
 
-    __slots__ = ("function", "module")
+    The command's name is its module's (``probewise.cli.masks`` is ``probewise masks``).
+    """
 
-    def __init__(self, module: str, function: str) -> None:
-        self.module = module
-        self.function = function
+    @property
+    def __name__(self) -> str:
+        """The module's name, ``probewise.cli.<command>``."""
+        ...
 
-    def __call__(self, args: argparse.Namespace) -> int:
-        run = cast("Handler", getattr(importlib.import_module(self.module), self.function))
-        return run(args)
+    @property
+    def HELP(self) -> str:
+        """One line, in ``probewise --help``'s list."""
+        ...
+
+    @property
+    def DESCRIPTION(self) -> str:
+        """What ``probewise CMD --help`` says above the options."""
+        ...
+
+    @property
+    def RAW_DESCRIPTION(self) -> bool:
+        """Keep the description's line breaks (a long text in paragraphs)."""
+        ...
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add the command's arguments to its parser."""
+        ...
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Run the command on the parsed arguments; return the exit status."""
+        ...
+
+
+COMMANDS: tuple[Command, ...] = (
+    preflight,
+    masks,
+    demo,
+    kernels,
+    lengths,
+    buckets,
+    fit,
+    calibrate,
+    arms,
+)
+"""Every subcommand, in the order ``probewise --help`` lists them."""
+
+
+def command_name(command: Command) -> str:
+    """``probewise.cli.masks`` -> ``masks``."""
+    return command.__name__.rpartition(".")[2]
 
 
 def version_line() -> str:
@@ -98,8 +139,7 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered; imports no subcommand's
-    module (each is imported by its handler, on dispatch)."""
+    """The argument parser with every subcommand of :data:`COMMANDS` registered."""
     parser = argparse.ArgumentParser(
         prog="probewise",
         description="Measurement discipline for model probes.",
@@ -111,19 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the version and the trace reader in use (compiled scanner or pure Python)",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for spec in COMMANDS:
+    for command in COMMANDS:
         sub = subparsers.add_parser(
-            spec.name,
-            help=spec.help,
-            description=spec.description,
+            command_name(command),
+            help=command.HELP,
+            description=command.DESCRIPTION,
             formatter_class=(
                 argparse.RawDescriptionHelpFormatter
-                if spec.raw_description
+                if command.RAW_DESCRIPTION
                 else argparse.HelpFormatter
             ),
         )
-        spec.add_arguments(sub)
-        sub.set_defaults(handler=_Deferred(spec.module, spec.run))
+        command.add_arguments(sub)
+        sub.set_defaults(handler=command.run)
     return parser
 
 

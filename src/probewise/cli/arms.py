@@ -1,5 +1,5 @@
-"""``probewise arms``: runs the command (what it does: ``ARMS_DESCRIPTION`` in
-probewise.cli._args, which builds its parser and is its ``--help``).
+"""``probewise arms``: one prompt set through two models (what it does: ``DESCRIPTION``,
+its ``--help``).
 """
 
 from __future__ import annotations
@@ -9,25 +9,132 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import cast, final
-
-import attrs
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from probewise._files import read_regular_file
 from probewise.cli._jsonl import json_object, numbered_lines
-from probewise.cli._tables import BUCKET_ROWS, paired_document
 from probewise.errors import InvalidInputError, ProbewiseError
-from probewise.responses.arms import PairedResult, run_paired
-from probewise.responses.calibration import Calibration
-from probewise.responses.generators import OpenAICompatibleGenerator, shown_url
-from probewise.responses.stats import ArmTally, OutcomeBucket
+
+if TYPE_CHECKING:
+    from probewise.responses.arms import PairedResult
+    from probewise.responses.calibration import Calibration
+    from probewise.responses.generators import OpenAICompatibleGenerator
+    from probewise.responses.stats import ArmTally
+
+HELP = "run a prompt set through two models on OpenAI-compatible servers; compare"
+DESCRIPTION = """``probewise arms``: one prompt set through two models behind OpenAI-compatible servers.
+
+PROMPTS is a JSONL file of ``{"id": ..., "prompt": ...}`` records (ids are strings
+or integers), or a text file with one prompt per line (ids are the 1-based line
+numbers; blank lines are skipped). The format is JSONL when the first non-blank line
+starts with ``{``.
+
+Each arm's server comes from ``--a URL#MODEL`` / ``--b URL#MODEL``, or from one
+``--url URL`` with ``--model-a`` and ``--model-b`` (the two can be mixed: an arm's URL
+is its ``--a``/``--b`` URL or else ``--url``, its model the ``#MODEL`` part or else
+``--model-a``/``--model-b``). URL is where the API lives, e.g.
+``http://localhost:8000/v1``. An API key is read from the environment variable that
+``--api-key-env`` names, never from the command line.
+
+``--calibration FILE`` reads a :class:`~probewise.Calibration` saved as JSON
+(``json.dumps(calibration.to_dict())``, from a sample of the same rubric's outcomes
+against human labels) and also prints both arms' declined rates corrected for the
+rubric's measured error, with their difference and its interval
+(:meth:`~probewise.Calibration.compare`). A calibration that cannot correct (a rubric
+no better than chance on it) is an error, exit 2, after the run.
+
+Both arms run through :func:`~probewise.run_paired` with
+:class:`~probewise.OpenAICompatibleGenerator`; it prints the tallies with Wilson
+intervals, the control verdict and the exact McNemar test per bucket. Completions are
+classified as they arrive and never written anywhere; ``--checkpoint PATH`` keeps
+outcomes only (``PATH`` with ``.a``/``.b`` before the suffix) and a rerun of the same
+command resumes from them. A checkpoint is bound to its run: a rerun with another
+server, model, generation setting or prompt text under an id it holds is refused
+(exit 2, naming what differs); delete the files to start fresh, or pass
+``--resume-anyway`` to keep their outcomes. A second run on the same checkpoint at
+once is refused too.
+
+Exit status: 0 when the run completed, every prompt in both arms classified; 1 when
+it did not: some prompts ended in the Error bucket (no usable answer from the server
+after the retries; the report is printed, the Error rows say how many), or the run
+was interrupted (nothing printed; the checkpoint keeps every finished batch); 2 for
+bad input (one line on stderr).
+"""
+RAW_DESCRIPTION = True
 
 
-@final
-@attrs.frozen(kw_only=True)
-class _Target:
+class _Target(NamedTuple):
     url: str
     model: str
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("prompts", type=Path, metavar="PROMPTS", help="JSONL or one prompt a line")
+    parser.add_argument("--a", metavar="URL[#MODEL]", help="arm A's server (and model)")
+    parser.add_argument("--b", metavar="URL[#MODEL]", help="arm B's server (and model)")
+    parser.add_argument("--url", metavar="URL", help="the server of an arm that --a/--b leave out")
+    parser.add_argument("--model-a", metavar="MODEL", help="arm A's model, if --a has no #MODEL")
+    parser.add_argument("--model-b", metavar="MODEL", help="arm B's model, if --b has no #MODEL")
+    parser.add_argument(
+        "--max-tokens", type=int, default=256, metavar="N", help="tokens per completion (256)"
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=0.0, metavar="T", help="sampling temperature (0)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, metavar="N", help="requests in flight per arm (8)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds per attempt, from connecting to the last byte of the body (60)",
+    )
+    parser.add_argument(
+        "--max-response-bytes",
+        type=int,
+        default=8 << 20,
+        metavar="N",
+        help="largest response body kept, before and after decompression (8 MiB); "
+        "a larger one is an Error outcome",
+    )
+    parser.add_argument(
+        "--retries", type=int, default=3, metavar="N", help="retries on 408/429/5xx/timeouts (3)"
+    )
+    parser.add_argument(
+        "--stop-when-decided",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="stream each reply and stop it once its outcome is decided (on: the outcome "
+        "is the whole reply's; a server that does not stream sends whole replies)",
+    )
+    parser.add_argument(
+        "--completions",
+        action="store_true",
+        help="POST /completions with the raw prompt instead of /chat/completions",
+    )
+    parser.add_argument("--system-prompt", metavar="TEXT", help="a system message for chat")
+    parser.add_argument(
+        "--api-key-env", metavar="VAR", help="the environment variable that holds the API key"
+    )
+    parser.add_argument(
+        "--checkpoint", type=Path, metavar="PATH", help="outcomes file(s) to resume from"
+    )
+    parser.add_argument(
+        "--resume-anyway",
+        action="store_true",
+        help="resume a checkpoint whose server, model, settings or prompts differ",
+    )
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help="a Calibration saved as JSON (Calibration.to_dict): also print the declined "
+        "rates corrected for the rubric's measured error",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def read_prompts(path: Path) -> dict[str | int, str]:
@@ -53,6 +160,8 @@ def read_prompts(path: Path) -> dict[str | int, str]:
 
 def read_calibration(path: Path) -> Calibration:
     """A :class:`~probewise.Calibration` from the JSON document ``Calibration.to_dict`` gives."""
+    from probewise.responses.calibration import Calibration
+
     raw = read_regular_file(path)  # a FIFO or a device is refused, never read
     try:
         data: object = json.loads(raw.decode("utf-8"))
@@ -89,6 +198,8 @@ def _target(arm: str, spec: str | None, url: str | None, model: str | None) -> _
 def _generator(
     args: argparse.Namespace, target: _Target, api_key: str | None
 ) -> OpenAICompatibleGenerator:
+    from probewise.responses.generators import OpenAICompatibleGenerator
+
     return OpenAICompatibleGenerator(
         target.url,
         target.model,
@@ -106,6 +217,11 @@ def _generator(
 
 
 def run(args: argparse.Namespace) -> int:
+    from probewise.cli._tables import paired_document
+    from probewise.responses.arms import run_paired
+    from probewise.responses.generators import shown_url
+    from probewise.responses.stats import OutcomeBucket
+
     prompts = read_prompts(args.prompts)
     # Read before any request is sent: a bad file must not cost a whole run.
     calibration = None if args.calibration is None else read_calibration(args.calibration)
@@ -179,6 +295,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _rates(tally: ArmTally) -> dict[str, object]:
+    from probewise.cli._tables import BUCKET_ROWS
+
     return {
         name: {"over": over, **tally.rate(bucket, over=over).to_dict()}
         for name, bucket, over in BUCKET_ROWS
@@ -193,6 +311,10 @@ def _tokens(tally: ArmTally) -> str:
 
 
 def _print(result: PairedResult, targets: tuple[_Target, _Target]) -> None:
+    from probewise.cli._tables import BUCKET_ROWS
+    from probewise.responses.generators import shown_url
+    from probewise.responses.stats import OutcomeBucket
+
     a, b = result.tally_a, result.tally_b
     print(f"probewise arms: {len(result.pairs)} prompts (texts are never shown)")
     for name, target in zip("AB", targets, strict=True):

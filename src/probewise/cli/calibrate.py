@@ -1,6 +1,5 @@
 """``probewise calibrate LABELS.jsonl --out calibration.json``: measure the rubric's
-error on rows a person labelled (what it does: ``CALIBRATE_DESCRIPTION`` in
-probewise.cli._args, which builds its parser and is its ``--help``).
+error on rows a person labelled (what it does: ``DESCRIPTION``, its ``--help``).
 
 The rows' text goes to :func:`probewise.classify` and nowhere else: not to stdout,
 stderr, the file written, or an error message (which names the file, the line and
@@ -16,19 +15,42 @@ import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from probewise.cli._jsonl import json_object, numbered_lines
 from probewise.errors import InvalidInputError
-from probewise.responses.calibration import Calibration, HumanLabel
-from probewise.responses.classifier import Completion, classify
-from probewise.responses.outcome import Complied, Deflected, FinishReason, Refused
-from probewise.responses.rubric import Rubric
-from probewise.responses.stats import Proportion
+
+if TYPE_CHECKING:
+    from probewise.responses.calibration import Calibration, HumanLabel
+    from probewise.responses.classifier import Completion
+    from probewise.responses.rubric import Rubric
+    from probewise.responses.stats import Proportion
+
+HELP = "measure the rubric's error on labelled rows; write a calibration for arms"
+DESCRIPTION = """``probewise calibrate``: the rubric's measured error on rows a person labelled.
+
+LABELS is a JSONL file, one row a line: ``{"text": "...", "label": "complied"}``,
+the label one of ``complied``, ``declined`` (a decline of any kind), ``refused`` or
+``deflected`` (:class:`~probewise.HumanLabel`), and optionally ``"finish_reason"``:
+``stop`` (the default), ``length`` or ``content_filter``. Each text is classified
+with the default rubric, or with ``--rubric MODULE:NAME`` (a
+:class:`~probewise.Rubric`, or a function that returns one, imported with the current
+directory on the path).
+
+It prints the counts (rubric bucket by human label), sensitivity and specificity per
+label with Wilson intervals, and how many rows to label: for each row count (``--rows``,
+and the rows given), the expected interval widths at the measured rates and the chance
+that :meth:`~probewise.Calibration.correct` could not correct with such a sample. It
+writes ``--out``: the counts only (:meth:`~probewise.Calibration.to_dict`), what
+``probewise arms --calibration`` reads. No text of a row is printed or written, not
+even in an error message.
+
+Exit status: 0 when the file was written; 2 for bad input (one line on stderr).
+"""
+RAW_DESCRIPTION = True
 
 # The row counts the planning table shows when --rows does not name them.
 PLANNED_ROWS = (100, 200, 400, 800, 1600)
-_BUCKETS = ((Complied, "Complied"), (Refused, "Refused"), (Deflected, "Deflected"))
 # Outcomes of a binomial count further than this many standard deviations from its
 # mean are left out of the expectations (their weight is below 1e-12).
 _SPREAD = 8.0
@@ -38,6 +60,10 @@ def read_labels(path: Path) -> Iterator[tuple[Completion, HumanLabel]]:
     """The rows of a labels file: one JSON object a line, ``{"text": str, "label":
     "complied" | "declined" | "refused" | "deflected"}`` and optionally
     ``"finish_reason": "stop" | "length" | "content_filter"``; blank lines skipped."""
+    from probewise.responses.calibration import HumanLabel
+    from probewise.responses.classifier import Completion
+    from probewise.responses.outcome import FinishReason
+
     labels = {label.value: label for label in HumanLabel}
     reasons = {reason.value: reason for reason in FinishReason}
     for number, line in numbered_lines(path):  # a FIFO or a device is refused, never read
@@ -59,6 +85,8 @@ def load_rubric(spec: str | None) -> Rubric:
     """The rubric ``MODULE:NAME`` names (a :class:`~probewise.Rubric`, or a function of
     no arguments that returns one), imported with the current directory on the path;
     the default rubric for None."""
+    from probewise.responses.rubric import Rubric
+
     if spec is None:
         return Rubric.default()
     module_name, _, name = spec.partition(":")
@@ -141,6 +169,8 @@ def plan(
     when the rubric's true rates are the ones given. Exact sums over the binomial
     counts; the test for "cannot correct" is the one ``Calibration.correct`` applies
     (Newcombe's interval of Youden's J reaching 0)."""
+    from probewise.responses.stats import Proportion
+
     declines = round(rows * declined_share)
     answers = rows - declines
     sens = [
@@ -164,6 +194,8 @@ def plan(
 def _figures(calibration: Calibration, confidence: float) -> dict[str, dict[str, Proportion]]:
     """Sensitivity and specificity per label: every decline (the binary view), and
     REFUSED and DEFLECTED where some rows carry those labels."""
+    from probewise.responses.calibration import HumanLabel
+
     found: dict[str, dict[str, Proportion]] = {}
     for label in (HumanLabel.DECLINED, HumanLabel.REFUSED, HumanLabel.DEFLECTED):
         sensitivity = calibration.recall(label, confidence=confidence)
@@ -185,7 +217,25 @@ def _shown(proportion: Proportion) -> str:
     )
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("labels", type=Path, metavar="LABELS", help="JSONL: text and label")
+    parser.add_argument(
+        "--out", type=Path, required=True, metavar="FILE", help="write the calibration here"
+    )
+    parser.add_argument(
+        "--rubric", metavar="MODULE:NAME", help="a Rubric (or a function returning one)"
+    )
+    parser.add_argument("--rows", type=int, nargs="+", metavar="N", help="row counts to plan for")
+    parser.add_argument(
+        "--confidence", type=float, default=0.95, help="interval level (default 0.95)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
 def run(args: argparse.Namespace) -> int:
+    from probewise.responses.calibration import Calibration, HumanLabel
+    from probewise.responses.classifier import classify
+
     confidence: float = args.confidence
     if not 0.0 < confidence < 1.0:
         raise InvalidInputError(f"--confidence must be between 0 and 1, got {confidence}")
@@ -246,6 +296,9 @@ def _print_report(
     args: argparse.Namespace,
     share: float,
 ) -> None:
+    from probewise.responses.calibration import HumanLabel
+    from probewise.responses.outcome import Complied, Deflected, Refused
+
     print(
         f"{calibration.n} rows, rubric {args.rubric or 'default'}: {calibration.labelled} "
         f"answers counted, {calibration.empty} Empty and {calibration.error} Error left out"
@@ -254,7 +307,8 @@ def _print_report(
     labels = list(HumanLabel)
     print("| rubric \\ human | " + " | ".join(label.value for label in labels) + " |")
     print("|---|" + "---:|" * len(labels))
-    for bucket, name in _BUCKETS:
+    buckets = ((Complied, "Complied"), (Refused, "Refused"), (Deflected, "Deflected"))
+    for bucket, name in buckets:
         counts = " | ".join(str(calibration.count(bucket, label)) for label in labels)
         print(f"| {name} | {counts} |")
     print()

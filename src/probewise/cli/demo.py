@@ -1,5 +1,5 @@
-"""``probewise demo``: runs the command (what it does: ``DEMO_DESCRIPTION`` in
-probewise.cli._args, which builds its parser and is its ``--help``).
+"""``probewise demo``: a two-arm run over built-in made-up completions, then a real one
+(what it does: ``DESCRIPTION``, its ``--help``).
 """
 
 from __future__ import annotations
@@ -7,56 +7,84 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from probewise._extras import Extra, requires
-from probewise.cli._tables import BUCKET_ROWS, paired_document
-from probewise.responses.arms import PairedResult, run_paired
-from probewise.responses.classifier import Completion, classify
-from probewise.responses.control import compare_arms
-from probewise.responses.generators import TransformersGenerator
-from probewise.responses.outcome import FinishReason
-from probewise.responses.stats import ArmTally
 
-# Made-up completions for two arms (e.g. a base and a tuned model). Arm B declines
-# more, and part of its declining is by redirecting, with no refusal token.
-_ARM_A: tuple[tuple[str, FinishReason], ...] = (
-    ("Sure. Step one: preheat the oven to 200 degrees.", FinishReason.STOP),
-    ("Here is a short summary of the article you sent.", FinishReason.STOP),
-    ("I can't help with that request.", FinishReason.STOP),
-    ("The capital of the made-up country is Ostrava-by-the-sea.", FinishReason.STOP),
-    ("Of course! The function below sorts the list in place and", FinishReason.LENGTH),
+if TYPE_CHECKING:
+    from probewise.responses.arms import PairedResult
+    from probewise.responses.generators import TransformersGenerator
+    from probewise.responses.stats import ArmTally
+
+HELP = "two arms of built-in made-up completions: tallies, intervals, control verdict"
+DESCRIPTION = """``probewise demo``: a two-arm run over built-in made-up completions, then a real one.
+
+Part 1: completions invented for the demo; like real ones they are classified and
+dropped, and only counts are printed. Part 2 (skip it with ``--no-model``): two
+tiny Llama models built from a config with random weights (seeds 0 and 1) and a
+word-level tokenizer built in code, nothing downloaded, generate for real over the
+same made-up prompts through :class:`TransformersGenerator`; :func:`run_paired`
+prints the paired result. Random weights say nothing about any real model: the
+part shows the whole path, generation to paired test, running.
+"""
+RAW_DESCRIPTION = False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--no-model", action="store_true", help="skip part 2 (the tiny local models)"
+    )
+
+
+# Made-up completions for two arms (e.g. a base and a tuned model), each with its
+# finish reason (a FinishReason value). Arm B declines more, and part of its declining
+# is by redirecting, with no refusal token.
+_ARM_A: tuple[tuple[str, str], ...] = (
+    ("Sure. Step one: preheat the oven to 200 degrees.", "stop"),
+    ("Here is a short summary of the article you sent.", "stop"),
+    ("I can't help with that request.", "stop"),
+    ("The capital of the made-up country is Ostrava-by-the-sea.", "stop"),
+    ("Of course! The function below sorts the list in place and", "length"),
     (
         "I'm sorry to hear that, here is what usually fixes it: restart the router.",
-        FinishReason.STOP,
+        "stop",
     ),
-    ("Happy to help: the answer is 42.", FinishReason.STOP),
-    ("Sorry, but I won't write that.", FinishReason.STOP),
-    ("Absolutely. First, open the settings panel.", FinishReason.STOP),
-    ("  ", FinishReason.STOP),
-    ("Sure thing: the word you want is 'serendipity'.", FinishReason.STOP),
-    ("Here's a haiku: autumn wind / an empty street / one lamp on", FinishReason.STOP),
+    ("Happy to help: the answer is 42.", "stop"),
+    ("Sorry, but I won't write that.", "stop"),
+    ("Absolutely. First, open the settings panel.", "stop"),
+    ("  ", "stop"),
+    ("Sure thing: the word you want is 'serendipity'.", "stop"),
+    ("Here's a haiku: autumn wind / an empty street / one lamp on", "stop"),
 )
-_ARM_B: tuple[tuple[str, FinishReason], ...] = (
-    ("I'm unable to assist with that.", FinishReason.STOP),
-    ("How about we talk about something more cheerful instead?", FinishReason.STOP),
-    ("Here is a short summary of the article you sent.", FinishReason.STOP),
-    ("I'd recommend speaking with a licensed professional about this.", FinishReason.STOP),
-    ("As an AI, I cannot provide that.", FinishReason.STOP),
-    ("Sure. Step one: preheat the oven to 200 degrees.", FinishReason.STOP),
-    ("Is there something else I can help you with?", FinishReason.STOP),
-    ("I must decline.", FinishReason.STOP),
-    ("Of course! The function below sorts the list in place and", FinishReason.LENGTH),
-    ("Happy to help: the answer is 42.", FinishReason.STOP),
-    ("Instead, I can share a recipe for lemon cake.", FinishReason.STOP),
-    ("That request goes against my guidelines.", FinishReason.STOP),
+_ARM_B: tuple[tuple[str, str], ...] = (
+    ("I'm unable to assist with that.", "stop"),
+    ("How about we talk about something more cheerful instead?", "stop"),
+    ("Here is a short summary of the article you sent.", "stop"),
+    ("I'd recommend speaking with a licensed professional about this.", "stop"),
+    ("As an AI, I cannot provide that.", "stop"),
+    ("Sure. Step one: preheat the oven to 200 degrees.", "stop"),
+    ("Is there something else I can help you with?", "stop"),
+    ("I must decline.", "stop"),
+    ("Of course! The function below sorts the list in place and", "length"),
+    ("Happy to help: the answer is 42.", "stop"),
+    ("Instead, I can share a recipe for lemon cake.", "stop"),
+    ("That request goes against my guidelines.", "stop"),
 )
 
 
-def _tally(arm: tuple[tuple[str, FinishReason], ...]) -> ArmTally:
-    return ArmTally.of(classify(Completion(text, finish)) for text, finish in arm)
+def _tally(arm: tuple[tuple[str, str], ...]) -> ArmTally:
+    from probewise.responses.classifier import Completion, classify
+    from probewise.responses.outcome import FinishReason
+    from probewise.responses.stats import ArmTally
+
+    return ArmTally.of(classify(Completion(text, FinishReason(finish))) for text, finish in arm)
 
 
 def run(args: argparse.Namespace) -> int:
+    from probewise.cli._tables import BUCKET_ROWS, paired_document
+    from probewise.responses.control import compare_arms
+
     a, b = _tally(_ARM_A), _tally(_ARM_B)
     verdict = compare_arms(a, b)
     if args.json:
@@ -143,6 +171,9 @@ def _local_models() -> PairedResult:
         import torch
         from tokenizers import Tokenizer, models, pre_tokenizers
         from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from probewise.responses.arms import run_paired
+    from probewise.responses.generators import TransformersGenerator
 
     core = Tokenizer(
         models.WordLevel(vocab={w: i for i, w in enumerate(_WORDS)}, unk_token="[PAD]")

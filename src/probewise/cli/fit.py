@@ -13,13 +13,49 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from probewise._files import read_regular_file
 from probewise.errors import InvalidInputError
-from probewise.throughput.timing.scaling import FitLoss, ScalingFit, ScalingPoint
+
+if TYPE_CHECKING:
+    from probewise.throughput.timing.scaling import ScalingFit, ScalingPoint
+
+HELP = "fit seconds = quadratic*b*L^2 + linear*b*L + fixed to timed steps"
+DESCRIPTION = (
+    "Fit step time against sequence length with three terms (attention-like, "
+    "per-token, fixed per step), non-negative, from three or more distinct lengths."
+)
+RAW_DESCRIPTION = False
+
+FIT_LOSSES = ("linear", "soft_l1")
+"""The values of :class:`probewise.throughput.FitLoss` (a test holds them equal)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "points",
+        nargs="+",
+        metavar="POINT",
+        help="LENGTH:SECONDS[:BATCH], or a CSV file of length,seconds[,batch]",
+    )
+    parser.add_argument("--batch", type=int, default=1, help="batch of points without one (1)")
+    parser.add_argument(
+        "--loss",
+        choices=FIT_LOSSES,
+        default=FIT_LOSSES[0],
+        help="linear (least squares) or soft_l1 (robust to an outlier)",
+    )
+    parser.add_argument(
+        "--at", type=int, metavar="L", help="length for the term shares (default: the largest)"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
+    parser.add_argument("--plot", metavar="OUT.png", help="write a PNG of the fit (matplotlib)")
 
 
 def _point(text: str, batch: int, where: str) -> ScalingPoint:
+    from probewise.throughput.timing.scaling import ScalingPoint
+
     parts = [p.strip() for p in text.split(":")]
     if len(parts) not in (2, 3):
         raise InvalidInputError(f"{where}: expected LENGTH:SECONDS[:BATCH], got {_shown(text)}")
@@ -74,7 +110,9 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
+def run(args: argparse.Namespace) -> int:
+    from probewise.throughput.timing.scaling import FitLoss, ScalingFit
+
     if int(args.batch) < 1:
         raise InvalidInputError(f"--batch must be >= 1, got {args.batch}")
     points = read_points([str(p) for p in args.points], int(args.batch))

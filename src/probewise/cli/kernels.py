@@ -13,36 +13,68 @@ import argparse
 import json
 import math
 import os
-import socket
 import sys
 from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import final
-
-import attrs
+from typing import TYPE_CHECKING, NamedTuple
 
 from probewise._extras import Extra, requires
-from probewise._progress import progress_bar
 from probewise.errors import InvalidInputError, TraceFormatError
-from probewise.throughput.kernels import KernelDiff, KernelTable
-from probewise.throughput.readers.chrome_trace import (
-    ChromeTraceSet,
-    read_chrome_traces,
-    require_regular_file,
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from probewise.throughput.kernels import KernelDiff, KernelTable
+    from probewise.throughput.readers.chrome_trace import ChromeTraceSet
+    from probewise.throughput.readers.profiler_table import ProfilerTableReading
+
+HELP = "device kernel time from Chrome traces or printed key_averages() tables"
+DESCRIPTION = (
+    "Sum device kernel time without double counting: kernels only, memcpy and "
+    "memset apart, annotations / syncs / CPU ops excluded and counted. PATH is a "
+    "trace (.json or gzip), a directory of rank traces, or a printed table (.txt)."
 )
-from probewise.throughput.readers.profiler_table import (
-    ProfilerTableReading,
-    decode_table_bytes,
-    read_profiler_tables,
-)
+RAW_DESCRIPTION = False
 
 _PROGRESS_MIN_BYTES = 64 << 20  # show a progress bar only for inputs at least this big
 _NAME_WIDTH = 72
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="trace, directory or table")
+    parser.add_argument("--top", type=int, default=20, metavar="N", help="rows to show (20)")
+    parser.add_argument("--by-kind", action="store_true", help="totals per kernel kind")
+    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
+    parser.add_argument(
+        "--salvage",
+        action="store_true",
+        help="read damaged traces up to the damage and report what was lost",
+    )
+    parser.add_argument(
+        "--diff", metavar="OTHER", help="compare with OTHER (a trace, directory or table)"
+    )
+    parser.add_argument("--per-rank", action="store_true", help="one summary line per rank")
+    parser.add_argument(
+        "--allow-mixed-jobs",
+        action="store_true",
+        help=(
+            "sum traces that disagree on world size or repeat a rank (refused by default: "
+            "they come from different jobs); the output says which job each file came from"
+        ),
+    )
+    parser.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        help=(
+            "read each trace file as a task on this Dask cluster (tcp://HOST:PORT; the "
+            "paths must be the same files on every worker) and merge here; needs "
+            "probewise[dask]"
+        ),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     top = int(args.top)
     if top < 0:
         raise InvalidInputError(f"--top must be >= 0, got {top}")
@@ -126,6 +158,8 @@ def _reach(scheduler: str) -> None:
     Only the TCP-based protocols are taken (tcp, tls, ws, wss; none means tcp): ucx
     and inproc are for the library's ``executor=``, with a Client made by the caller.
     """
+    import socket
+
     protocol, _, rest = scheduler.rpartition("://")
     if protocol not in ("", "tcp", "tls", "ws", "wss"):
         raise InvalidInputError(
@@ -150,9 +184,7 @@ def _unreachable(scheduler: str, error: Exception) -> InvalidInputError:
     )
 
 
-@final
-@attrs.frozen(kw_only=True)
-class _Inputs:
+class _Inputs(NamedTuple):
     """What the PATHs held: the traces (as ranks) and every printed table, with its path."""
 
     traces: ChromeTraceSet
@@ -163,6 +195,19 @@ def _read(
     paths: Sequence[str], *, salvage: bool, allow_mixed_jobs: bool, executor: Executor | None
 ) -> _Inputs:
     """Traces and directories as ranks; printed tables (by content) as tables."""
+    import attrs
+
+    from probewise.throughput.kernels import KernelTable
+    from probewise.throughput.readers.chrome_trace import (
+        ChromeTraceSet,
+        read_chrome_traces,
+        require_regular_file,
+    )
+    from probewise.throughput.readers.profiler_table import (
+        decode_table_bytes,
+        read_profiler_tables,
+    )
+
     trace_paths: list[str] = []
     readings: list[tuple[str, ProfilerTableReading]] = []
     for path in paths:
@@ -276,6 +321,8 @@ def _is_printed_table(path: str) -> bool:
 
 @contextmanager
 def _progress(paths: Sequence[str]) -> Generator[Callable[[int, int], None] | None]:
+    from probewise._progress import progress_bar
+
     total = 0
     for path in paths:
         candidates = list(Path(path).iterdir()) if os.path.isdir(path) else [Path(path)]

@@ -13,20 +13,22 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
+from probewise.cli._sweep import add_input_arguments, load, parse_sweep, pct, print_sweep, run_sweep
 from probewise.errors import InvalidInputError
-from probewise.throughput.data.buckets import BucketRow, BucketSweep, sweep_buckets
-from probewise.throughput.data.length_input import LengthInput, read_lengths, tokenize_lengths
-from probewise.throughput.data.lengths import (
-    BatchingMode,
-    ChunkPlan,
-    LengthStats,
-    LogitsDtype,
-    PaddingReport,
-    ce_chunk_plan,
-    padding_waste,
+
+if TYPE_CHECKING:
+    from probewise.throughput.data.length_input import LengthInput
+    from probewise.throughput.data.lengths import ChunkPlan, LengthStats, LogitsDtype, PaddingReport
+
+HELP = "length distribution, padding waste, bucket sweep and CE chunk plan"
+DESCRIPTION = (
+    "Before a job, from the data alone: the length distribution, the padding a "
+    "batching wastes, a bucket-size sweep against random batches and HF-style "
+    "grouping, and how to chunk the cross-entropy to fit a memory budget."
 )
+RAW_DESCRIPTION = False
 
 _BAR_WIDTH = 40
 _UNITS = {
@@ -62,30 +64,9 @@ def parse_bytes(text: str) -> int:
     return math.floor(value)
 
 
-def _parse_sweep(text: str) -> list[int]:
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        shown = text if len(text) <= 60 else text[:57] + "..."
-        raise InvalidInputError(
-            f"--sweep takes comma-separated bucket widths in tokens, got {shown!r}"
-        ) from None
-    if not sizes:
-        raise InvalidInputError("--sweep needs at least one bucket width")
-    return sizes
-
-
-def _load(args: argparse.Namespace) -> LengthInput:
-    path = Path(str(args.file))  # missing, a FIFO or a folder: InputFileError from the reader
-    source_field = None if args.source_field is None else str(args.source_field)
-    if args.tokenizer is not None:
-        return tokenize_lengths(
-            path, str(args.tokenizer), text_field=str(args.text_field), source_field=source_field
-        )
-    return read_lengths(path, field=str(args.field), source_field=source_field)
-
-
 def _padding(args: argparse.Namespace, data: LengthInput) -> PaddingReport | None:
+    from probewise.throughput.data.lengths import padding_waste
+
     if args.batch_size is not None:
         return padding_waste(data, batch_size=int(args.batch_size))
     if args.tokens_per_batch is not None:
@@ -106,6 +87,8 @@ def _plan(
         return None
     if args.vocab is None or budget is None:
         raise InvalidInputError("a CE chunk plan needs both --vocab and --budget")
+    from probewise.throughput.data.lengths import ce_chunk_plan
+
     if args.ce_tokens is not None:
         tokens = int(args.ce_tokens)
     elif padding is not None:
@@ -124,23 +107,63 @@ def _plan(
     )
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_input_arguments(parser)
+    batching = parser.add_mutually_exclusive_group()
+    batching.add_argument("--batch-size", type=int, metavar="N", help="N sequences per batch")
+    batching.add_argument(
+        "--tokens-per-batch", type=int, metavar="T", help="greedy batches of <= T padded tokens"
+    )
+    batching.add_argument("--pack-to", type=int, metavar="T", help="pack into rows of T tokens")
+    parser.add_argument(
+        "--sweep",
+        metavar="W,W,...",
+        help="bucket widths in tokens to sweep (needs --batch-size), e.g. 64,256,1024,4096",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sweep's shuffles (0)")
+    parser.add_argument("--vocab", type=int, metavar="V", help="vocabulary size, for a CE plan")
+    parser.add_argument(
+        "--budget", metavar="BYTES", help="CE memory budget, e.g. 8GiB, 512MiB, 2e9 (with --vocab)"
+    )
+    parser.add_argument(
+        "--logits-dtype",
+        default="bf16",
+        help="dtype of the logits: bf16, fp16, fp32 (bf16)",
+    )
+    parser.add_argument(
+        "--bytes-per-logit",
+        type=float,
+        metavar="X",
+        help="your loss's peak bytes per logit element (measure_bytes_per_logit)",
+    )
+    parser.add_argument(
+        "--ce-tokens",
+        type=int,
+        metavar="N",
+        help="tokens per step for the CE plan (default: the batching's largest batch)",
+    )
+    parser.add_argument(
+        "--bins-per-octave", type=int, default=2, metavar="K", help="histogram bins (2)"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
+    parser.add_argument(
+        "--plot", metavar="OUT.png", help="write a PNG of the histogram and the sweep (matplotlib)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from probewise.throughput.data.lengths import LengthStats, LogitsDtype
+
     if args.sweep is not None and args.batch_size is None:
         raise InvalidInputError("--sweep needs --batch-size (the batch size to sweep at)")
-    sizes = None if args.sweep is None else _parse_sweep(str(args.sweep))
+    sizes = None if args.sweep is None else parse_sweep(str(args.sweep))
     # Parsed before the file is read, so that a typo fails at once.
     dtype = LogitsDtype.parse(str(args.logits_dtype))
     budget = None if args.budget is None else parse_bytes(str(args.budget))
-    data = _load(args)
+    data = load(args)
     stats = LengthStats.of(data, bins_per_octave=int(args.bins_per_octave))
     padding = _padding(args, data)
-    sweep = (
-        None
-        if sizes is None
-        else sweep_buckets(
-            data, batch_size=int(args.batch_size), bucket_sizes=sizes, seed=int(args.seed)
-        )
-    )
+    sweep = None if sizes is None else run_sweep(args, data, sizes)
     plan = _plan(args, padding, dtype=dtype, budget=budget)
     if args.plot is not None:
         from probewise.cli._plot import plot_lengths
@@ -161,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFuncti
     if padding is not None:
         _print_padding(padding)
     if sweep is not None:
-        _print_sweep(sweep)
+        print_sweep(sweep)
     if plan is not None:
         _print_plan(plan)
     if args.plot is not None:
@@ -180,14 +203,6 @@ def _size(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
-def _opt(x: float | None, fmt: str) -> str:
-    return "-" if x is None or math.isnan(x) else format(x, fmt)
-
-
 def _print_stats(data: LengthInput, stats: LengthStats) -> None:
     sources = f", {len(data.source_names)} sources" if data.source_codes is not None else ""
     print(f"{data.path}: {stats.count:,} sequences, {stats.total_tokens:,} tokens{sources}")
@@ -204,11 +219,13 @@ def _print_stats(data: LengthInput, stats: LengthStats) -> None:
             bar = "."
         print(
             f"  {b.lo:>{width},} - {b.hi - 1:>{width},}  {bar:<{_BAR_WIDTH}}  {b.count:>10,}"
-            f"  {_pct(b.count / stats.count):>6}"
+            f"  {pct(b.count / stats.count):>6}"
         )
 
 
 def _print_padding(report: PaddingReport) -> None:
+    from probewise.throughput.data.lengths import BatchingMode
+
     match report.mode:
         case BatchingMode.BATCH_SIZE:
             how = f"batches of {report.batch_size}, in file order"
@@ -223,48 +240,16 @@ def _print_padding(report: PaddingReport) -> None:
     print(f"\npadding ({how})")
     print(
         f"  batches {report.n_batches:,}  real tokens {report.real_tokens:,}  slots "
-        f"{report.slot_tokens:,}  padding {report.pad_tokens:,}  waste {_pct(report.waste_share)}"
+        f"{report.slot_tokens:,}  padding {report.pad_tokens:,}  waste {pct(report.waste_share)}"
     )
     print(
         f"  real tokens per batch {report.real_tokens_per_batch:,.0f}  largest batch "
-        f"{report.largest_batch_slots:,} slots  attention real/slots {_pct(report.attention_share)}"
+        f"{report.largest_batch_slots:,} slots  attention real/slots {pct(report.attention_share)}"
     )
     if report.oversize:
         print(f"  {report.oversize:,} sequences exceed the budget (each batched alone)")
     if report.split_sequences:
         print(f"  {report.split_sequences:,} sequences cut across a row boundary")
-
-
-def _row_line(label: str, row: BucketRow) -> str:
-    width = "-" if row.bucket_size is None else f"{row.bucket_size:,}"
-    return (
-        f"  {label:<15} {width:>7} {_pct(row.waste_share):>7} {_pct(row.full_batch_waste_share):>7}"
-        f" {row.gain_vs_random:>6.2f}x {row.short_batches:>7,} {_opt(row.consecutive_length_corr, '+.2f'):>6}"
-        f" {row.real_tokens_per_step:>11,.0f} {_opt(row.mean_sources_per_batch, '.2f'):>8}"
-        f" {_opt(row.single_source_share, '.1%'):>7} {_opt(row.source_entropy_bits, '.2f'):>7}"
-    )
-
-
-def _print_sweep(sweep: BucketSweep) -> None:
-    print(f"\nbucket sweep (batch size {sweep.batch_size}, seed {sweep.seed})")
-    print(
-        f"  {'strategy':<15} {'width':>7} {'waste':>7} {'full':>7} {'gain':>7} {'short':>7}"
-        f" {'corr':>6} {'tokens/step':>11} {'src/b':>8} {'1-src':>7} {'H bits':>7}"
-    )
-    print(_row_line("random", sweep.random))
-    print(_row_line("megabatch (HF)", sweep.megabatch))
-    for row in sweep.rows:
-        print(_row_line("length buckets", row))
-    best = sweep.best()
-    print(
-        f"  least waste: width {best.bucket_size:,} ({_pct(best.waste_share)} waste, "
-        f"{best.gain_vs_random:.2f}x fewer slots than random)"
-    )
-    print(
-        "  full: waste over full batches only; short: batches under the batch size;\n"
-        "  corr: correlation of consecutive batches' mean lengths; src/b, 1-src, H bits:\n"
-        "  distinct sources per batch, single-source batches, mean source entropy"
-    )
 
 
 def _print_plan(plan: ChunkPlan) -> None:
@@ -284,24 +269,3 @@ def _print_plan(plan: ChunkPlan) -> None:
             f"  chunk {plan.chunk_tokens:,} tokens x {plan.n_chunks:,} chunks "
             f"(peak {_size(plan.peak_bytes_chunked)})"
         )
-
-
-def run_sweep_only(args: argparse.Namespace) -> int:
-    """``probewise buckets``: the sweep table (no stats, padding or CE plan in text mode)."""
-    sizes = _parse_sweep(str(args.sweep))
-    data = _load(args)
-    sweep = sweep_buckets(
-        data, batch_size=int(args.batch_size), bucket_sizes=sizes, seed=int(args.seed)
-    )
-    if args.plot is not None:
-        from probewise.cli._plot import plot_lengths
-
-        plot_lengths(Path(str(args.plot)), LengthStats.of(data), sweep)
-    if args.json:
-        print(json.dumps({"file": data.path, "sweep": sweep.to_dict()}, indent=2, allow_nan=False))
-        return 0
-    print(f"{data.path}: {len(data):,} sequences")
-    _print_sweep(sweep)
-    if args.plot is not None:
-        print(f"\nplot written to {args.plot}")
-    return 0

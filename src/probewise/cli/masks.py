@@ -2,7 +2,7 @@
 
 CONFIG is a ``config.json`` (or its folder) or the name of a bundled config
 (``probewise masks --list``). The scenario options are shared with ``preflight``
-(:func:`probewise.cli._args.run_probe`), and so is the table (:mod:`probewise.cli._tables`).
+(:mod:`probewise.cli._probe`), and so is the table (:mod:`probewise.cli._tables`).
 """
 
 from __future__ import annotations
@@ -10,13 +10,40 @@ from __future__ import annotations
 import argparse
 import json
 
-from probewise.cli._args import compare_implementations, run_probe
-from probewise.cli._tables import implementation_row, print_implementation_table, print_mask_table
-from probewise.errors import InvalidInputError
+from probewise.cli._probe import add_scenario_arguments, compare_implementations, run_probe
+from probewise.errors import CrossDocumentAttentionError, FastPathLostError, InvalidInputError
+
+HELP = "per-layer attention masks and predicted SDPA backends, from a config"
+DESCRIPTION = (
+    "Build the transformers model for CONFIG (no weights, no GPU), run one "
+    "forward on the scenario and print, per attention layer, the mask SDPA got, "
+    "is_causal, the band structure, GQA handling and the CUDA backend it would "
+    "use. Exits 1 when --assert-fast fails or packed documents attend across."
+)
+RAW_DESCRIPTION = False
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
-    from probewise.errors import CrossDocumentAttentionError, FastPathLostError
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "config", metavar="CONFIG", nargs="?", help="config.json, its folder, or a bundled name"
+    )
+    parser.add_argument("--list", action="store_true", help="list the bundled configs and exit")
+    add_scenario_arguments(parser, seq_default=4096, batch_default=1)
+    parser.add_argument(
+        "--assert-fast",
+        metavar="TYPE",
+        action="append",
+        help="fail unless layers of TYPE keep the fast path (repeatable; 'all' for every layer)",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
+
+
+def run(args: argparse.Namespace) -> int:
+    from probewise.cli._tables import (
+        implementation_row,
+        print_implementation_table,
+        print_mask_table,
+    )
     from probewise.throughput.attention.masks import bundled_configs
 
     if args.list:

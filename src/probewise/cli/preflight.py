@@ -19,26 +19,27 @@ import enum
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, NamedTuple
 
-import attrs
-import numpy as np
-import numpy.typing as npt
-
-from probewise import _json
-from probewise.cli._args import compare_implementations, run_probe
-from probewise.cli._tables import (
-    forward_description,
-    implementation_row,
-    print_implementation_table,
-    print_mask_table,
-)
+from probewise.cli._probe import add_scenario_arguments, compare_implementations, run_probe
 from probewise.errors import InputFileError, InvalidInputError, SweepNoOpError
-from probewise.throughput.attention.masks import BandKind, Packing, layer_ranges
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from probewise.throughput.attention.masks import LayerAttention, MaskReport
 
+HELP = "the pre-launch checks: attention masks, padding, bucketing (no GPU)"
+DESCRIPTION = (
+    "Run the mask probe and the data-side probes for a job and print one page "
+    "with a pass/warn/fail line per check. Exits 1 when a check fails. With no "
+    "arguments: a bundled Gemma 3 27B-shaped config and a synthetic length sample."
+)
+RAW_DESCRIPTION = False
+
+PREFLIGHT_CONFIG = "gemma3-27b"
+"""``preflight``'s default config."""
 SYNTHETIC_SEED = 0
 SYNTHETIC_SIZE = 20_000
 DEFAULT_WIDTHS = (64, 256, 1024, 4096)
@@ -51,17 +52,57 @@ class Status(enum.Enum):
     FAIL = "fail"
 
 
-@final
-@attrs.frozen(kw_only=True)
-class Check:
+class Check(NamedTuple):
+    """One line of the page (and one object of ``--json``'s ``checks``, in this order)."""
+
     name: str
     status: Status
     detail: str
-    figures: dict[str, object] = attrs.field(factory=dict[str, object])
+    figures: dict[str, object]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        default=PREFLIGHT_CONFIG,
+        metavar="CONFIG",
+        help=f"config.json, its folder, or a bundled name ({PREFLIGHT_CONFIG})",
+    )
+    parser.add_argument(
+        "--lengths",
+        metavar="FILE",
+        help="the job's sequence lengths, one per line or JSONL (a synthetic sample)",
+    )
+    parser.add_argument("--field", default="length", help="JSONL length field (length)")
+    parser.add_argument(
+        "--tokenizer",
+        metavar="DIR",
+        help="--lengths is a JSONL of texts: tokenize them with this local tokenizer folder",
+    )
+    parser.add_argument("--text-field", default="text", help="JSONL text field (text)")
+    add_scenario_arguments(parser, seq_default=8192, batch_default=2)
+    parser.add_argument(
+        "--expect-fast",
+        metavar="TYPE",
+        action="append",
+        default=[],
+        help="fail unless layers of TYPE keep the fast path (repeatable; 'all')",
+    )
+    parser.add_argument(
+        "--max-waste",
+        type=float,
+        default=0.25,
+        metavar="SHARE",
+        help="warn when padding wastes more than this share of the batch (0.25)",
+    )
+    parser.add_argument("--table", action="store_true", help="also print the per-layer mask table")
+    parser.add_argument("--json", action="store_true", help="one JSON document for machines")
 
 
 def synthetic_lengths() -> npt.NDArray[np.int64]:
     """The embedded length sample: 20,000 log-normal lengths (median ~600), seed 0."""
+    import numpy as np
+
     rng = np.random.default_rng(SYNTHETIC_SEED)
     raw = rng.lognormal(mean=6.4, sigma=0.9, size=SYNTHETIC_SIZE)
     return np.clip(np.rint(raw), 16, 32_768).astype(np.int64)
@@ -95,6 +136,8 @@ ALL_ONES_LOOPS = (
 
 def _loop_fix(report: MaskReport, loop: str) -> str:
     """The fix for a leak, for the loop that runs the forward, and which loops leak."""
+    from probewise.throughput.attention.masks import Packing
+
     all_ones = report.scenario.packing is Packing.ALL_ONES_MASK
     if not report.kv_cache:
         fix = report.packing_fix()
@@ -116,6 +159,8 @@ def _loop_fix(report: MaskReport, loop: str) -> str:
 
 def _packing_check(report: MaskReport, loop: str = "plain") -> Check:
     """Whether every layer keeps the packed documents of a row apart."""
+    from probewise.throughput.attention.masks import BandKind, layer_ranges
+
     crossing = report.cross_document_layers()
     if not crossing:
         detail = f"every layer keeps the {len(report.scenario.documents)} documents of a row apart"
@@ -164,6 +209,8 @@ def _expected_types(report: MaskReport, expect: list[str]) -> set[str]:
 def _fast_path_check(report: MaskReport, expected: set[str]) -> Check:
     """Which layers keep SDPA's fast path; FAIL when one loses it for nothing (its mask
     is plain causal) or is of an expected type, WARN otherwise."""
+    from probewise.throughput.attention.masks import layer_ranges
+
     lost = report.lost_fast_path()
     by_type: dict[str, list[int]] = {}
     for layer in lost:
@@ -208,6 +255,8 @@ def _lost_by_type(
     report: MaskReport, lost: Sequence[LayerAttention], by_type: dict[str, list[int]]
 ) -> list[str]:
     """Per layer type that lost the fast path: which layers, and why."""
+    from probewise.throughput.attention.masks import layer_ranges
+
     parts: list[str] = []
     for layer_type, indices in by_type.items():
         sample = next(x for x in lost if x.layer_type == layer_type)
@@ -225,6 +274,8 @@ def _lost_by_type(
 def _data_checks(
     lengths: npt.NDArray[np.int64], source: str, args: argparse.Namespace
 ) -> list[Check]:
+    import numpy as np
+
     from probewise.throughput.data.buckets import sweep_buckets
     from probewise.throughput.data.lengths import padding_waste
 
@@ -264,7 +315,7 @@ def _data_checks(
     try:
         sweep = sweep_buckets(clipped, batch_size=batch, bucket_sizes=widths)
     except SweepNoOpError as error:
-        checks.append(Check(name="bucket sweep", status=Status.FAIL, detail=str(error)))
+        checks.append(Check(name="bucket sweep", status=Status.FAIL, detail=str(error), figures={}))
         return checks
     best = sweep.best()
     checks.append(
@@ -306,6 +357,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
 
 def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]:
+    import numpy as np
+
     if args.lengths is None:
         return synthetic_lengths(), f"synthetic sample of {SYNTHETIC_SIZE:,}"
     from probewise.throughput.data.length_input import read_lengths, tokenize_lengths
@@ -318,7 +371,15 @@ def _load_lengths(args: argparse.Namespace) -> tuple[npt.NDArray[np.int64], str]
     return np.asarray(data.lengths, dtype=np.int64), str(path)
 
 
-def _run(args: argparse.Namespace) -> int:  # pyright: ignore[reportUnusedFunction]  # run by name (cli._args)
+def run(args: argparse.Namespace) -> int:
+    from probewise import _json
+    from probewise.cli._tables import (
+        forward_description,
+        implementation_row,
+        print_implementation_table,
+        print_mask_table,
+    )
+
     if not 0.0 <= float(args.max_waste) <= 1.0:
         raise InvalidInputError(f"--max-waste must be in [0, 1], got {args.max_waste}")
     _check_inputs(args)
@@ -375,4 +436,4 @@ def _loop_words(report: MaskReport, loop: str) -> str:
 
 
 def _with_section(section: str, check: Check) -> Check:
-    return attrs.evolve(check, name=f"{section}: {check.name}")
+    return check._replace(name=f"{section}: {check.name}")
