@@ -27,16 +27,10 @@ from probewise._extras import Extra, requires
 from probewise._progress import progress_bar
 from probewise.errors import InvalidInputError, TraceFormatError
 from probewise.throughput.kernels import KernelDiff, KernelTable
-from probewise.throughput.readers.chrome_trace import (
-    ChromeTraceSet,
-    read_chrome_traces,
-    require_regular_file,
-)
-from probewise.throughput.readers.profiler_table import (
-    ProfilerTableReading,
-    decode_table_bytes,
-    read_profiler_tables,
-)
+from probewise.throughput.readers.chrome_trace import require_regular_file
+from probewise.throughput.readers.profiler_table import decode_table_bytes
+from probewise.throughput.table_readings import ProfilerTableReading, read_profiler_tables
+from probewise.throughput.trace_sets import ChromeTraceSet, read_chrome_traces
 
 _PROGRESS_MIN_BYTES = 64 << 20  # show a progress bar only for inputs at least this big
 _NAME_WIDTH = 72

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from probewise.errors import TraceFormatError
 from probewise.throughput import KernelTable
 from probewise.throughput.readers import _events, _spill, _totals
-from probewise.throughput.readers.chrome_trace import read_chrome_trace
+from probewise.throughput.trace_sets import read_chrome_trace
 
 
 def test_a_workers_full_disk_is_the_same_spill_error(

@@ -22,7 +22,7 @@ import msgspec
 import regex
 
 from probewise.errors import DamageKind, InvalidInputError, SpillError, TraceFormatError
-from probewise.throughput.kernels import Damage, KernelTable, ProgressCallback, TraceSource
+from probewise.throughput._kernel_rows import Damage, ProgressCallback, TableParts, TraceSource
 from probewise.throughput.readers._native import NativePath
 from probewise.throughput.readers._source import Source
 from probewise.throughput.readers._spill import Area
@@ -165,12 +165,12 @@ class Parser:
 
     # -- top level
 
-    def parse(self) -> KernelTable:
+    def parse(self) -> TableParts:
         try:
-            table = self._parse()
+            parts = self._parse()
         finally:
             self.area.remove()
-        if table is None:
+        if parts is None:
             # A ProfilerStep span came after launches that were not kept: read again.
             again = Parser(
                 self.path,
@@ -181,10 +181,10 @@ class Parser:
                 spawn=self.spawn,
             )
             return again.parse()
-        return table
+        return parts
 
-    def _parse(self) -> KernelTable | None:
-        """The table; None when the file must be read again, keeping every launch."""
+    def _parse(self) -> TableParts | None:
+        """The parts of the table; None when the file must be read again, keeping every launch."""
         damage: Damage | None = None
         try:
             try:
@@ -212,7 +212,7 @@ class Parser:
             damage=damage,
             notes=tuple(filter(None, [*self.notes, self.totals.duplicate_note()])),
         )
-        return self.totals.table(source, self.path, lossy_names=self.salvage)
+        return self.totals.parts(source, self.path, lossy_names=self.salvage)
 
     def _document(self) -> None:
         src = self.src

@@ -1,8 +1,9 @@
 """Events to a table: what each trace event counts as, summed in integer nanoseconds.
 
 :class:`Totals` accumulates what the parser (:mod:`._events`) decodes, run by run, and
-builds the :class:`~probewise.throughput.kernels.KernelTable` at the end. Which
-category counts as what is specified in docs/reference/chrome-trace.md ("Categories").
+gives the file's :class:`~probewise.throughput._kernel_rows.TableParts` at the end (the
+table builds itself from them). Which category counts as what is specified in
+docs/reference/chrome-trace.md ("Categories").
 
 A run of events is first offered to the compiled scanner where it was built
 (``_native``, ``_scan.c``; what it finds is added by :meth:`Totals.absorb`), then to
@@ -28,17 +29,16 @@ from collections.abc import Iterator
 from itertools import compress, repeat
 from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, Union, cast, final
 
-import attrs
 import msgspec
 
 from probewise.errors import DamageKind, TraceFormatError
-from probewise.throughput.kernels import (
+from probewise.throughput._kernel_rows import (
     Exclusion,
     ExclusionReason,
     KernelKind,
     KernelRow,
-    KernelTable,
     StepBreakdown,
+    TableParts,
     TraceSource,
 )
 from probewise.throughput.readers._spill import DEVICE, KEY, LAUNCH, Area, Store
@@ -509,7 +509,8 @@ class Totals:
             "summed as found, not dropped: check the file before trusting the totals"
         )
 
-    def table(self, source: TraceSource, path: str, *, lossy_names: bool) -> KernelTable:
+    def parts(self, source: TraceSource, path: str, *, lossy_names: bool) -> TableParts:
+        """The file's rows (names decoded, kinds classified), exclusions and steps."""
         rows: list[KernelRow] = []
         for code, raw, (calls, ns) in (
             (code, raw, entry) for code, table in self.rows.items() for raw, entry in table.items()
@@ -524,11 +525,15 @@ class Totals:
                 if kind.is_transfer:  # a kernel that copies is elementwise work
                     kind = KernelKind.ELEMENTWISE
             rows.append(KernelRow(name=name, calls=calls, device_us=ns / 1000, kind=kind))
-        # of_rows: two spellings of one name (JSON escapes) become one row.
-        table = KernelTable.of_rows(
-            rows, excluded=self._exclusions(), naive_device_us=self.naive_ns / 1000
+        # Two spellings of one name (JSON escapes) are two rows here: the table sums them.
+        excluded = self._exclusions()
+        return TableParts(
+            rows=tuple(rows),
+            excluded=tuple(excluded),
+            naive_device_us=self.naive_ns / 1000,
+            steps=tuple(self._steps()),
+            sources=(source,),
         )
-        return attrs.evolve(table, steps=self._steps(), sources=(source,))
 
     def _steps(self) -> list[StepBreakdown]:
         if not self.steps:
