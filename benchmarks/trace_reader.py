@@ -108,9 +108,9 @@ def _work(kind: str, path: str) -> dict[str, Any]:
         from probewise.throughput.trace_sets import read_chrome_trace
 
         if kind == "probewise-exact":
-            from probewise.throughput.readers import _totals
+            from probewise.throughput.readers import _fastpath
 
-            _totals.FastPath.add = lambda self, totals, doc: False  # type: ignore[method-assign]  # pyright: ignore[reportPrivateUsage]
+            _fastpath.FastPath.add = lambda self, totals, doc: False  # type: ignore[method-assign]  # pyright: ignore[reportPrivateUsage]
         if kind == "probewise-gz-zlib":
             source._fast_inflate = lambda: (  # pyright: ignore[reportPrivateUsage]
                 functools.partial(zlib.decompressobj, wbits=31),

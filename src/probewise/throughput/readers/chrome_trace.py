@@ -6,7 +6,8 @@ files or several files as the ranks of one job (locally or through any
 :class:`~probewise.throughput._kernel_rows.TableParts`; the tables are built above, by
 ``KernelTable.from_chrome_trace`` and :mod:`probewise.throughput.trace_sets`. The stages
 live beside this module: ``_source`` (bytes, gzip, zstd), ``_events`` (streaming JSON,
-damage, salvage), ``_totals`` (events to a table's parts), ``_spill`` (its per-event
+damage, salvage), ``_native`` and ``_fastpath`` (the compiled and the fast path over a
+run of events), ``_totals`` (events to a table's parts), ``_spill`` (its per-event
 columns on disk, past a threshold) and ``_workers`` (worker processes). What each event
 category counts as, how time units are read and what damage and salvage mean:
 docs/reference/chrome-trace.md.
