@@ -47,7 +47,7 @@ def main() -> int:
 
     from probewise import KernelTable
     from probewise.throughput import capture_kernels, measure_scaling, padding_penalty, time_loss
-    from probewise.throughput.readers.profiler_table import read_profiler_table
+    from probewise.throughput.table_readings import read_profiler_table
 
     started = time.perf_counter()
     device = torch.device(args.device)

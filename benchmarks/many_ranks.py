@@ -29,7 +29,7 @@ from pathlib import Path
 
 from distributed import Client, LocalCluster
 
-from probewise.throughput.readers.chrome_trace import read_chrome_traces
+from probewise.throughput.trace_sets import read_chrome_traces
 
 KERNELS = (
     "ampere_sgemm_128x64_tn",

@@ -19,7 +19,8 @@ import sys
 import time
 from typing import Any
 
-from probewise.throughput.readers import _spill, chrome_trace
+from probewise.throughput.readers import _spill
+from probewise.throughput.trace_sets import read_chrome_trace
 
 
 def main() -> None:
@@ -36,7 +37,7 @@ def main() -> None:
 
         _spill.Store._split = counting  # type: ignore[method-assign]
     started = time.perf_counter()
-    table = chrome_trace.read_chrome_trace(path, workers=1)
+    table = read_chrome_trace(path, workers=1)
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     digest = hashlib.sha256(repr(table).encode()).hexdigest()[:16]

@@ -18,7 +18,7 @@ import resource
 import sys
 import time
 
-from probewise.throughput.readers.chrome_trace import read_chrome_trace
+from probewise.throughput.trace_sets import read_chrome_trace
 
 
 def main() -> None:

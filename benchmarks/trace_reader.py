@@ -105,12 +105,12 @@ def _work(kind: str, path: str) -> dict[str, Any]:
         if kind in ("probewise-pure", "probewise-exact"):
             os.environ["PROBEWISE_PURE_PYTHON"] = "1"  # read when the reader is imported
         from probewise.throughput.readers import _source as source
-        from probewise.throughput.readers.chrome_trace import read_chrome_trace
+        from probewise.throughput.trace_sets import read_chrome_trace
 
         if kind == "probewise-exact":
-            from probewise.throughput.readers import _totals
+            from probewise.throughput.readers import _fastpath
 
-            _totals.FastPath.add = lambda self, totals, doc: False  # type: ignore[method-assign]  # pyright: ignore[reportPrivateUsage]
+            _fastpath.FastPath.add = lambda self, totals, doc: False  # type: ignore[method-assign]  # pyright: ignore[reportPrivateUsage]
         if kind == "probewise-gz-zlib":
             source._fast_inflate = lambda: (  # pyright: ignore[reportPrivateUsage]
                 functools.partial(zlib.decompressobj, wbits=31),

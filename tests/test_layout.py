@@ -9,9 +9,11 @@ docs/contributing.md, where a new probe is placed.
   under ``TYPE_CHECKING`` too: a cycle hidden in a function is still a cycle. The
   package faces (``__init__`` modules that only re-export) are left out, since a face
   imports the modules beneath it by design and nothing beneath imports its face.
-- ``responses`` and ``throughput`` never import each other, nor ``cli``; a model never
-  imports its readers (``throughput.kernels`` imports nothing from ``readers``), except
-  in its three reading doors (see ``READING_DOORS``).
+- ``responses`` and ``throughput`` never import each other, nor ``cli``.
+- The kernel model sits above its readers: nothing under ``throughput.readers`` reaches
+  ``throughput.kernels``, directly or through another module (a reader returns plain
+  parts, ``throughput._kernel_rows``, and the table builds itself from them), and that
+  leaf module imports neither.
 - No ``_`` name crosses a subpackage: a private module or name is used only inside the
   subpackage that holds it. The shared base at the top (``SHARED_BASE``:
   ``_validation``, ``_json``, ``_extras``, ``_files``, ``_lazy``,
@@ -37,15 +39,9 @@ SHARED_BASE = {
     "probewise._files",
     "probewise._progress",
 }
-
-
-# The public contract (DESIGN.md) puts the reading doors on the model: KernelTable's
-# from_chrome_trace, from_key_averages and from_profiler_table. Each imports its reader
-# inside the classmethod, when it is called; those imports are the one model -> reader
-# edge allowed, and are left out of the module graph. Readers import the model at module
-# level, never the reverse.
 MODEL = "probewise.throughput.kernels"
-READING_DOORS = ("from_chrome_trace", "from_key_averages", "from_profiler_table")
+READERS = "probewise.throughput.readers"
+MODEL_PARTS = "probewise.throughput._kernel_rows"
 
 
 def _modules() -> dict[str, Path]:
@@ -65,32 +61,12 @@ def _is_face(name: str) -> bool:
     return MODULES[name].name == "__init__.py"
 
 
-def _door_imports(tree: ast.Module) -> dict[int, str]:
-    """id of each import node inside one of the model's reading doors -> the door's name."""
-    doors: dict[int, str] = {}
-    for cls in tree.body:
-        if isinstance(cls, ast.ClassDef) and cls.name == "KernelTable":
-            for function in cls.body:
-                if isinstance(function, ast.FunctionDef) and function.name in READING_DOORS:
-                    for node in ast.walk(function):
-                        if isinstance(node, ast.Import | ast.ImportFrom):
-                            doors[id(node)] = function.name
-    return doors
-
-
-def _imports(name: str, *, doors: bool = False) -> Iterator[tuple[str, str | None, int]]:
-    """(module imported, name imported from it or None, line) for every import in a module.
-
-    The imports inside the model's reading doors are left out (see ``READING_DOORS``);
-    with ``doors`` only those are given.
-    """
+def _imports(name: str) -> Iterator[tuple[str, str | None, int]]:
+    """(module imported, name imported from it or None, line) for every import in a module."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     tree = ast.parse(path.read_text(), str(path))
-    in_doors = _door_imports(tree) if name == MODEL else {}
     for node in ast.walk(tree):
-        if (id(node) in in_doors) != doors:
-            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, None, node.lineno
@@ -211,30 +187,37 @@ def test_dependencies_point_one_way(importer: str, forbidden: str) -> None:
     assert wrong == []
 
 
-def test_the_kernel_model_imports_no_reader() -> None:
-    """The model imports no reader, but in its three reading doors.
+def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
 
-    The contract (DESIGN.md) puts the doors on the model (``KernelTable.from_chrome_trace``,
-    ``.from_key_averages``, ``.from_profiler_table``), so each imports its reader inside
-    the classmethod, when called; readers import the model at module level, never the
-    reverse. Everything else in the model, ``TYPE_CHECKING`` imports included, imports
-    no reader.
-    """
-    wrong = sorted(
-        f"{module}.{imported}"
-        for module, imported, _line in _imports(MODEL)
-        if "readers" in f"{module}.{imported}"
-    )
+
+def test_no_reader_reaches_the_kernel_model() -> None:
+    """The readers sit below the model: each returns plain parts (``_kernel_rows``) and
+    ``KernelTable`` builds itself from them, so nothing under ``throughput.readers``
+    imports ``throughput.kernels``, nor a module that does (the table sets above both,
+    ``trace_sets`` and ``table_readings``, may). The parts import neither."""
+    graph = _graph()
+    readers = [name for name in graph if name.startswith(f"{READERS}.")]
+    assert readers
+    wrong = sorted(name for name in readers if MODEL in _reaches(graph, name))
     assert wrong == []
-    door_targets = {
-        target
-        for module, imported, _line in _imports(MODEL, doors=True)
-        if (target := _target(module, imported)) is not None
+    assert not {
+        name for name in _reaches(graph, MODEL_PARTS) if name == MODEL or name.startswith(READERS)
     }
-    assert door_targets
-    assert all(target.startswith("probewise.throughput.readers.") for target in door_targets)
-    tree = ast.parse(MODULES[MODEL].read_text())
-    assert sorted(set(_door_imports(tree).values())) == sorted(READING_DOORS)
+    # The model's doors call the readers: the edge runs model -> readers, never back.
+    assert any(target.startswith(f"{READERS}.") for target in graph[MODEL])
+
+
+def test_the_reach_finder_follows_imports() -> None:
+    assert _reaches({"a": {"b"}, "b": {"c"}, "c": set()}, "a") == {"b", "c"}
 
 
 def _private(part: str) -> bool:

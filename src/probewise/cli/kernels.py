@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from probewise.throughput.kernels import KernelDiff, KernelTable
-    from probewise.throughput.readers.chrome_trace import ChromeTraceSet
-    from probewise.throughput.readers.profiler_table import ProfilerTableReading
+    from probewise.throughput.table_readings import ProfilerTableReading
+    from probewise.throughput.trace_sets import ChromeTraceSet
 
 HELP = "device kernel time from Chrome traces or printed key_averages() tables"
 DESCRIPTION = (
@@ -198,15 +198,10 @@ def _read(
     import attrs
 
     from probewise.throughput.kernels import KernelTable
-    from probewise.throughput.readers.chrome_trace import (
-        ChromeTraceSet,
-        read_chrome_traces,
-        require_regular_file,
-    )
-    from probewise.throughput.readers.profiler_table import (
-        decode_table_bytes,
-        read_profiler_tables,
-    )
+    from probewise.throughput.readers.chrome_trace import require_regular_file
+    from probewise.throughput.readers.profiler_table import decode_table_bytes
+    from probewise.throughput.table_readings import read_profiler_tables
+    from probewise.throughput.trace_sets import ChromeTraceSet, read_chrome_traces
 
     trace_paths: list[str] = []
     readings: list[tuple[str, ProfilerTableReading]] = []

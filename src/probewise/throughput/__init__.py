@@ -14,6 +14,15 @@ from typing import TYPE_CHECKING
 from probewise._lazy import LazyFace
 
 if TYPE_CHECKING:
+    from probewise.throughput._kernel_rows import (
+        Damage as Damage,
+        Exclusion as Exclusion,
+        ExclusionReason as ExclusionReason,
+        KernelKind as KernelKind,
+        KernelRow as KernelRow,
+        StepBreakdown as StepBreakdown,
+        TraceSource as TraceSource,
+    )
     from probewise.throughput._torch_dtype import (
         TorchDtype as TorchDtype,
     )
@@ -74,27 +83,20 @@ if TYPE_CHECKING:
         padding_waste as padding_waste,
     )
     from probewise.throughput.kernels import (
-        Damage as Damage,
-        Exclusion as Exclusion,
-        ExclusionReason as ExclusionReason,
         KernelChange as KernelChange,
         KernelDiff as KernelDiff,
-        KernelKind as KernelKind,
-        KernelRow as KernelRow,
         KernelTable as KernelTable,
-        StepBreakdown as StepBreakdown,
-        TraceSource as TraceSource,
     )
     from probewise.throughput.readers.chrome_trace import (
-        ChromeTraceSet as ChromeTraceSet,
         TraceReader as TraceReader,
-        read_chrome_traces as read_chrome_traces,
         trace_reader as trace_reader,
     )
     from probewise.throughput.readers.profiler_table import (
         LabelledRow as LabelledRow,
-        ProfilerTableReading as ProfilerTableReading,
         RowLabel as RowLabel,
+    )
+    from probewise.throughput.table_readings import (
+        ProfilerTableReading as ProfilerTableReading,
         read_profiler_tables as read_profiler_tables,
     )
     from probewise.throughput.timing.harness import (
@@ -118,6 +120,10 @@ if TYPE_CHECKING:
         ScalingPoint as ScalingPoint,
         Term as Term,
         Terms as Terms,
+    )
+    from probewise.throughput.trace_sets import (
+        ChromeTraceSet as ChromeTraceSet,
+        read_chrome_traces as read_chrome_traces,
     )
 
 

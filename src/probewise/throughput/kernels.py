@@ -1,4 +1,4 @@
-"""KernelRow, KernelKind, KernelTable: where a step's device time went.
+"""KernelTable: where a step's device time went, and the diff of two tables.
 
 ``torch.profiler``'s ``key_averages()`` lists both the ATen op (``aten::mm``) and
 the kernel it launched, each carrying the same self device time, so summing every
@@ -12,35 +12,45 @@ built, and sums are taken over integer nanoseconds. That makes ``a + b`` exactly
 associative and commutative (a commutative monoid with :meth:`KernelTable.empty`
 as identity), so merging ranks or shards in any order gives the same table.
 
-The readers live in :mod:`probewise.throughput.readers`. The three reading doors here
+The parts a table is made of (:class:`KernelRow`, :class:`KernelKind`,
+:class:`Exclusion`, :class:`StepBreakdown`, :class:`TraceSource`, :class:`Damage`)
+live below it, in :mod:`probewise.throughput._kernel_rows`, and are re-exported here.
+The readers (:mod:`probewise.throughput.readers`) import nothing of this module: each
+returns :class:`~probewise.throughput._kernel_rows.TableParts`, and the table builds
+itself from them (:meth:`KernelTable.of_parts`). The three reading doors
 (:meth:`KernelTable.from_chrome_trace`, :meth:`~KernelTable.from_key_averages`,
-:meth:`~KernelTable.from_profiler_table`) import their reader when called: the readers
-import this model at module level, never the reverse.
+:meth:`~KernelTable.from_profiler_table`) import their reader when called, so
+importing the model does not import the readers' decoders.
 """
 
 from __future__ import annotations
 
-import enum
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+import operator
+from collections.abc import Iterable, Sequence
+from functools import reduce
 from os import PathLike
-from typing import TYPE_CHECKING, Final, assert_never, cast, final
+from typing import TYPE_CHECKING, Final, assert_never, final
 
 import attrs
-import regex
 
 from probewise import _json
-from probewise._validation import (
-    checked_type,
-    duration,
-    non_empty_str,
-    non_negative_int,
-    optional_duration,
-    optional_non_negative_int,
-    optional_type,
-)
+from probewise._validation import duration, optional_duration
 from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError
+from probewise.throughput._kernel_rows import (
+    Damage,
+    Exclusion,
+    ExclusionReason,
+    KernelKind,
+    KernelRow,
+    ProgressCallback,
+    StepBreakdown,
+    TableParts,
+    TraceSource,
+    to_ns,
+    to_us,
+)
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -55,23 +65,12 @@ __all__ = [
     "KernelKind",
     "KernelRow",
     "KernelTable",
+    "ProgressCallback",
     "StepBreakdown",
     "TraceSource",
 ]
 
 _JSON_FORMAT: Final = "probewise.KernelTable/1"
-
-ProgressCallback = Callable[[int, int], None]
-"""Called as ``progress(bytes_read, total_bytes)`` (bytes of the file on disk)."""
-
-
-def _ns(us: float) -> int:
-    """Microseconds (already on the grid) to integer nanoseconds."""
-    return round(us * 1000)
-
-
-def _us(ns: int) -> float:
-    return ns / 1000
 
 
 def _non_negative(value: object, what: str) -> int:
@@ -87,267 +86,6 @@ def _non_negative(value: object, what: str) -> int:
 
 def _add_optional(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a + b
-
-
-# --------------------------------------------------------------------------- kinds
-
-_CLASSIFIED_CHARS: Final = 1 << 16
-_ANON: Final = regex.compile(r"\(anonymous namespace\)::")
-
-
-@enum.unique
-class KernelKind(enum.Enum):
-    """What a device row does, classified from its name (see :meth:`of`).
-
-    The patterns are tried in a fixed order on the kernel's own identifier (the name with
-    ``void``, template arguments and the parameter list stripped), then on the whole
-    name, ignoring case; ``OTHER`` when none matches. Which names each kind takes is
-    specified in docs/reference/kernel-kinds.md.
-    """
-
-    GEMM = "gemm"
-    ATTENTION = "attention"
-    ELEMENTWISE = "elementwise"
-    REDUCTION = "reduction"
-    NORMALIZATION = "normalization"
-    COMMUNICATION = "communication"
-    CONVOLUTION = "convolution"
-    EMBEDDING = "embedding"
-    MEMCPY = "memcpy"
-    MEMSET = "memset"
-    OTHER = "other"
-
-    @staticmethod
-    def of(name: str) -> KernelKind:
-        """Classify a kernel (or device row) by its name (its first 64 KiB characters:
-        longer names are not kernel names, and the patterns must not take minutes)."""
-        cleaned = _ANON.sub("", name[:_CLASSIFIED_CHARS]).strip()
-        if cleaned.startswith("void "):
-            cleaned = cleaned[5:]
-        head = regex.split(r"[<(]", cleaned, maxsplit=1)[0]
-        for text in (head, cleaned):
-            for kind, pattern in _KIND_PATTERNS:
-                if pattern.search(text):
-                    return kind
-        return KernelKind.OTHER
-
-    @property
-    def is_transfer(self) -> bool:
-        """True for MEMCPY and MEMSET, which a table keeps out of ``kernel_us``."""
-        return self in (KernelKind.MEMCPY, KernelKind.MEMSET)
-
-
-_KIND_PATTERNS: Final[tuple[tuple[KernelKind, regex.Pattern[str]], ...]] = tuple(
-    (kind, regex.compile(pattern, regex.IGNORECASE))
-    for kind, pattern in (
-        (KernelKind.MEMCPY, r"^memcpy"),
-        (KernelKind.MEMSET, r"^memset"),
-        (
-            KernelKind.COMMUNICATION,
-            r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv",
-        ),
-        (KernelKind.ATTENTION, r"flash|fmha|attention|attn|sdpa|(?<![a-z])mha"),
-        (
-            KernelKind.EMBEDDING,
-            r"embedding|fbgemm|(?<![a-z])embs(?![a-z])|bounds_check_indices|linearize_index",
-        ),
-        (
-            KernelKind.NORMALIZATION,
-            r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|(?<![a-z])bn_[bf]w"
-            r"|gammabetabackward|rowwisemoments",
-        ),
-        (
-            KernelKind.CONVOLUTION,
-            r"conv|winograd|implicit_gemm|(?<![a-z])(?:[0-9]*fprop|[0-9]*[dw]grad)|scudnn"
-            r"|cudnn::cnn|cask_cudnn|cutlass_cudnn|fft2d_(?:r2c|c2r)|im2col",
-        ),
-        (
-            KernelKind.GEMM,
-            r"gem[mv]|xmma|cublas|cutlass|matmul|(?<![a-z])(?:b|add|addb)?mm(?![a-z])|cijk_"
-            r"|triton_(?:mm|tem)|splitkreduce",
-        ),
-        (
-            KernelKind.REDUCTION,
-            r"reduc|softmax|cross_?entropy|nll_?loss|classnllcriterion|arg_?(?:max|min)|topk"
-            r"|cumsum|scan|pool|welford|norm|triton_(?:red|per)",
-        ),
-        (
-            KernelKind.ELEMENTWISE,
-            r"elementwise|vectorized|pointwise|triton_poi|copy|fill|(?<![a-z])cat|index"
-            r"|gather|scatter|transpose|permute|nchw|nhwc|where|relu|gelu|silu|sigmoid|tanh"
-            r"|dropout|multi_tensor_apply"
-            r"|(?<![a-z])(?:add|mul|div|pow|sub|neg|exp|sqrt|rsqrt)(?![a-z])",
-        ),
-    )
-)
-
-
-# --------------------------------------------------------------------------- rows
-
-
-@final
-@attrs.frozen(kw_only=True)
-class KernelRow:
-    """One device row: every launch of one kernel (or copy, or fill), summed.
-
-    ``calls`` is None when the source does not say (a printed table without the
-    ``# of Calls`` column). ``device_us`` is rounded to the 1 ns grid.
-    """
-
-    name: str = attrs.field(validator=non_empty_str)
-    calls: int | None = attrs.field(validator=optional_non_negative_int)
-    device_us: float = attrs.field(converter=duration)
-    kind: KernelKind = attrs.field(validator=checked_type(KernelKind))
-
-    @classmethod
-    def named(cls, name: str, *, calls: int | None, device_us: float) -> KernelRow:
-        """A row whose kind is classified from its name (:meth:`KernelKind.of`)."""
-        return cls(name=name, calls=calls, device_us=device_us, kind=KernelKind.of(name))
-
-    def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready values."""
-        return _json.to_dict(self)
-
-
-@enum.unique
-class ExclusionReason(enum.Enum):
-    """Why events or rows were left out of the kernel sum."""
-
-    GPU_USER_ANNOTATION = "gpu_user_annotation"
-    """A span a user (or the profiler) drew on the device timeline over kernels."""
-    STREAM_SYNC = "stream_sync"
-    """A stream/event synchronisation span (Kineto ``cuda_sync``): waiting, not work."""
-    CPU_OP = "cpu_op"
-    """A host-side op or annotation; in key_averages() its device time repeats its kernels'."""
-    RUNTIME_CALL = "runtime_call"
-    """A host-side runtime or driver API call (``cudaLaunchKernel``, ``hipMemcpy``...)."""
-    NOT_A_SPAN = "not_a_span"
-    """Instants, flows, counters and metadata: no duration to count."""
-    MALFORMED = "malformed"
-    """A device event without a usable duration (missing, not a number, or negative)."""
-    OTHER = "other"
-    """A span of a category this reader does not count (e.g. the profiler's own ``Trace``)."""
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Exclusion:
-    """``events`` events (or rows) left out for ``reason``; ``total_us`` is the time they carried.
-
-    For trace events ``total_us`` is the sum of their spans; for key_averages() and
-    printed-table rows it is their self device time (the time that would have been
-    counted twice).
-    """
-
-    reason: ExclusionReason = attrs.field(validator=checked_type(ExclusionReason))
-    events: int = attrs.field(validator=non_negative_int)
-    total_us: float = attrs.field(converter=duration, default=0.0)
-
-    def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready values."""
-        return _json.to_dict(self)
-
-
-@final
-@attrs.frozen(kw_only=True)
-class StepBreakdown:
-    """Device time attributed to one ``ProfilerStep#N`` (by the host launch of each event).
-
-    ``span_us`` is the host span of the step (the longest one when ranks are merged);
-    ``device_events`` counts the kernels, copies and fills attributed to it.
-    """
-
-    step: int = attrs.field(validator=non_negative_int)
-    span_us: float = attrs.field(converter=duration)
-    kernel_us: float = attrs.field(converter=duration)
-    memcpy_us: float = attrs.field(converter=duration)
-    memset_us: float = attrs.field(converter=duration)
-    device_events: int = attrs.field(validator=non_negative_int)
-
-    def __add__(self, other: StepBreakdown) -> StepBreakdown:
-        if self.step != other.step:
-            raise InvalidInputError(f"cannot add step {self.step} to step {other.step}")
-        return StepBreakdown(
-            step=self.step,
-            span_us=max(self.span_us, other.span_us),
-            kernel_us=_us(_ns(self.kernel_us) + _ns(other.kernel_us)),
-            memcpy_us=_us(_ns(self.memcpy_us) + _ns(other.memcpy_us)),
-            memset_us=_us(_ns(self.memset_us) + _ns(other.memset_us)),
-            device_events=self.device_events + other.device_events,
-        )
-
-    def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready values."""
-        return _json.to_dict(self)
-
-
-@final
-@attrs.frozen(kw_only=True)
-class Damage:
-    """Where a salvaged trace was damaged and what was kept.
-
-    ``offset`` is the byte offset in the decompressed JSON where the damage was
-    found; ``events_kept`` the number of complete events read before it (all of
-    them are in the table); everything after the damage is lost.
-    """
-
-    kind: DamageKind = attrs.field(validator=checked_type(DamageKind))
-    offset: int = attrs.field(validator=non_negative_int)
-    message: str = attrs.field(validator=checked_type(str))
-    events_kept: int = attrs.field(validator=non_negative_int)
-
-    def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready values."""
-        return _json.to_dict(self)
-
-
-def _notes(value: object) -> tuple[str, ...]:
-    if not isinstance(value, tuple | list):
-        raise ArgumentTypeError(f"notes must be a tuple of str, got {type(value).__name__}")
-    out = tuple(cast("tuple[object, ...] | list[object]", value))
-    for item in out:
-        if not isinstance(item, str):
-            raise ArgumentTypeError(f"notes must be str, got {type(item).__name__}")
-    return cast("tuple[str, ...]", out)
-
-
-def _names(value: object) -> tuple[str, ...]:
-    if not isinstance(value, tuple | list):
-        raise ArgumentTypeError(f"devices must be a tuple of str, got {type(value).__name__}")
-    out: list[str] = []
-    for item in cast("tuple[object, ...] | list[object]", value):
-        if not isinstance(item, str):
-            raise ArgumentTypeError(f"device names must be str, got {type(item).__name__}")
-        out.append(item)
-    return tuple(out)
-
-
-@final
-@attrs.frozen(kw_only=True)
-class TraceSource:
-    """One file a table was read from: which rank, what it says about itself, any damage.
-
-    ``devices`` are the ``deviceProperties[].name`` entries (e.g. ``NVIDIA A100``);
-    ``display_time_unit`` and ``base_time_ns`` are Kineto's ``displayTimeUnit`` and
-    ``baseTimeNanoseconds``, read wherever they sit in the file (Kineto writes them
-    after ``traceEvents``). They never change how ``ts``/``dur`` are read: those are
-    microseconds in every trace. ``notes`` says what a reader should know about the
-    file (a second ``traceEvents`` key, duplicated device events).
-    """
-
-    path: str = attrs.field(validator=checked_type(str))
-    rank: int | None = attrs.field(default=None, validator=optional_non_negative_int)
-    world_size: int | None = attrs.field(default=None, validator=optional_non_negative_int)
-    events: int = attrs.field(default=0, validator=non_negative_int)
-    devices: tuple[str, ...] = attrs.field(default=(), converter=_names)
-    display_time_unit: str | None = attrs.field(default=None, validator=optional_type(str))
-    base_time_ns: int | None = attrs.field(default=None, validator=optional_non_negative_int)
-    damage: Damage | None = attrs.field(default=None, validator=optional_type(Damage))
-    notes: tuple[str, ...] = attrs.field(default=(), converter=_notes)
-
-    def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready values."""
-        return _json.to_dict(self)
 
 
 def _source_key(source: TraceSource) -> tuple[int, int, str, int, str]:
@@ -381,7 +119,7 @@ class KernelChange:
     @property
     def delta_us(self) -> float:
         """``after_us - before_us`` (negative when the kernel got faster or disappeared)."""
-        return _us(_ns(self.after_us) - _ns(self.before_us))
+        return to_us(to_ns(self.after_us) - to_ns(self.before_us))
 
     @property
     def ratio(self) -> float:
@@ -410,7 +148,7 @@ class KernelDiff:
     @property
     def delta_kernel_us(self) -> float:
         """Change in ``kernel_us``."""
-        return _us(_ns(self.after_kernel_us) - _ns(self.before_kernel_us))
+        return to_us(to_ns(self.after_kernel_us) - to_ns(self.before_kernel_us))
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready values."""
@@ -427,7 +165,7 @@ def _all_of(items: tuple[object, ...], cls: type, what: str) -> None:
 
 
 def _row_key(row: KernelRow) -> tuple[int, str, str]:
-    return (-_ns(row.device_us), row.name, row.kind.value)
+    return (-to_ns(row.device_us), row.name, row.kind.value)
 
 
 def _canonical_rows(rows: Iterable[KernelRow]) -> tuple[KernelRow, ...]:
@@ -504,9 +242,9 @@ class KernelTable:
         for row in self.rows:
             match row.kind:
                 case KernelKind.MEMCPY:
-                    totals["memcpy"] += _ns(row.device_us)
+                    totals["memcpy"] += to_ns(row.device_us)
                 case KernelKind.MEMSET:
-                    totals["memset"] += _ns(row.device_us)
+                    totals["memset"] += to_ns(row.device_us)
                 case (
                     KernelKind.GEMM
                     | KernelKind.ATTENTION
@@ -518,12 +256,12 @@ class KernelTable:
                     | KernelKind.EMBEDDING
                     | KernelKind.OTHER
                 ):
-                    totals["kernel"] += _ns(row.device_us)
+                    totals["kernel"] += to_ns(row.device_us)
                 case _ as unreachable:
                     assert_never(unreachable)
-        object.__setattr__(self, "kernel_us", _us(totals["kernel"]))
-        object.__setattr__(self, "memcpy_us", _us(totals["memcpy"]))
-        object.__setattr__(self, "memset_us", _us(totals["memset"]))
+        object.__setattr__(self, "kernel_us", to_us(totals["kernel"]))
+        object.__setattr__(self, "memcpy_us", to_us(totals["memcpy"]))
+        object.__setattr__(self, "memset_us", to_us(totals["memset"]))
 
     # ------------------------------------------------------------- construction
 
@@ -549,6 +287,17 @@ class KernelTable:
         )
 
     @classmethod
+    def of_parts(cls, parts: TableParts) -> KernelTable:
+        """The table of one reading's parts (what a reader returns): repeats are summed."""
+        return cls(
+            rows=_merge_rows(parts.rows),
+            excluded=_merge_exclusions(parts.excluded),
+            naive_device_us=parts.naive_device_us,
+            steps=parts.steps,
+            sources=parts.sources,
+        )
+
+    @classmethod
     def from_chrome_trace(
         cls,
         path: str | PathLike[str] | Sequence[str | PathLike[str]],
@@ -562,9 +311,8 @@ class KernelTable:
         """Read a Kineto / legacy Chrome trace (``.json`` or gzip, by content).
 
         A directory or a sequence of paths is read as the ranks of one job and the
-        merged table is returned (see
-        :func:`probewise.throughput.readers.chrome_trace.read_chrome_traces` for the per-rank
-        tables; it takes the same keyword options). Raises
+        merged table is returned (see :func:`probewise.throughput.read_chrome_traces`
+        for the per-rank tables; it takes the same keyword options). Raises
         :class:`~probewise.TraceFormatError` on damaged input unless ``salvage`` is
         true, in which case the table holds every complete event before the damage and
         ``sources[i].damage`` says what was lost. Files of different jobs raise
@@ -575,34 +323,36 @@ class KernelTable:
         ``distributed.Client(...).get_executor()``) reads each file as one task there
         and merges the tables here: the same table as the local read.
         """
-        from probewise.throughput.readers.chrome_trace import read_chrome_traces
+        from probewise.throughput.readers.chrome_trace import read_traces
 
-        return read_chrome_traces(
+        ranks = read_traces(
             path,
             salvage=salvage,
             progress=progress,
             workers=workers,
             allow_mixed_jobs=allow_mixed_jobs,
             executor=executor,
-        ).merged
+        )
+        tables = [cls.of_parts(parts) for parts in ranks]
+        return tables[0] if len(tables) == 1 else reduce(operator.add, tables, cls.empty())
 
     @classmethod
     def from_key_averages(cls, events: Iterable[object]) -> KernelTable:
         """A table from a live ``prof.key_averages()`` (or any iterable of ``FunctionEventAvg``)."""
-        from probewise.throughput.readers.key_averages import table_from_key_averages
+        from probewise.throughput.readers.key_averages import read_key_averages
 
-        return table_from_key_averages(events)
+        return cls.of_parts(read_key_averages(events))
 
     @classmethod
     def from_profiler_table(cls, text: str) -> KernelTable:
         """A table from the text ``key_averages().table()`` printed.
 
-        :func:`probewise.throughput.readers.profiler_table.read_profiler_table` also returns how
-        each printed row was labelled and how the sum reconciles with the footer.
+        :func:`probewise.throughput.read_profiler_tables` also returns how each printed
+        row was labelled and how the sum reconciles with the footer.
         """
-        from probewise.throughput.readers.profiler_table import read_profiler_table
+        from probewise.throughput.readers.profiler_table import read_table
 
-        return read_profiler_table(text).table
+        return cls.of_parts(read_table(text).parts)
 
     # ------------------------------------------------------------------ algebra
 
@@ -610,7 +360,7 @@ class KernelTable:
         naive = (
             None
             if self.naive_device_us is None or other.naive_device_us is None
-            else _us(_ns(self.naive_device_us) + _ns(other.naive_device_us))
+            else to_us(to_ns(self.naive_device_us) + to_ns(other.naive_device_us))
         )
         steps: dict[int, StepBreakdown] = {step.step: step for step in self.steps}
         for step in other.steps:
@@ -628,7 +378,7 @@ class KernelTable:
     @property
     def device_us(self) -> float:
         """``kernel_us + memcpy_us + memset_us``: all device work, each span counted once."""
-        return _us(_ns(self.kernel_us) + _ns(self.memcpy_us) + _ns(self.memset_us))
+        return to_us(to_ns(self.kernel_us) + to_ns(self.memcpy_us) + to_ns(self.memset_us))
 
     @property
     def kernel_rows(self) -> tuple[KernelRow, ...]:
@@ -692,10 +442,10 @@ class KernelTable:
         """Device µs per kind present in the table, largest first."""
         totals: dict[KernelKind, int] = {}
         for row in self.rows:
-            totals[row.kind] = totals.get(row.kind, 0) + _ns(row.device_us)
+            totals[row.kind] = totals.get(row.kind, 0) + to_ns(row.device_us)
         order = list(KernelKind)
         ranked = sorted(totals.items(), key=lambda item: (-item[1], order.index(item[0])))
-        return {kind: _us(ns) for kind, ns in ranked}
+        return {kind: to_us(ns) for kind, ns in ranked}
 
     def exclusion(self, reason: ExclusionReason) -> Exclusion:
         """What was excluded for ``reason`` (zero events when nothing was)."""
@@ -721,7 +471,7 @@ class KernelTable:
                     after_calls=0 if a is None else a.calls,
                 )
             )
-        changes.sort(key=lambda c: (-abs(_ns(c.delta_us)), c.name, c.kind.value))
+        changes.sort(key=lambda c: (-abs(to_ns(c.delta_us)), c.name, c.kind.value))
         return KernelDiff(
             changes=tuple(changes),
             before_kernel_us=self.kernel_us,
@@ -767,11 +517,11 @@ def _merge_rows(rows: Iterable[KernelRow]) -> tuple[KernelRow, ...]:
         key = (row.name, row.kind)
         if key in totals:
             calls, ns = totals[key]
-            totals[key] = (_add_optional(calls, row.calls), ns + _ns(row.device_us))
+            totals[key] = (_add_optional(calls, row.calls), ns + to_ns(row.device_us))
         else:
-            totals[key] = (row.calls, _ns(row.device_us))
+            totals[key] = (row.calls, to_ns(row.device_us))
     return tuple(
-        KernelRow(name=name, calls=calls, device_us=_us(ns), kind=kind)
+        KernelRow(name=name, calls=calls, device_us=to_us(ns), kind=kind)
         for (name, kind), (calls, ns) in totals.items()
     )
 
@@ -780,8 +530,8 @@ def _merge_exclusions(items: Iterable[Exclusion]) -> tuple[Exclusion, ...]:
     totals: dict[ExclusionReason, tuple[int, int]] = {}
     for item in items:
         events, ns = totals.get(item.reason, (0, 0))
-        totals[item.reason] = (events + item.events, ns + _ns(item.total_us))
+        totals[item.reason] = (events + item.events, ns + to_ns(item.total_us))
     return tuple(
-        Exclusion(reason=reason, events=events, total_us=_us(ns))
+        Exclusion(reason=reason, events=events, total_us=to_us(ns))
         for reason, (events, ns) in totals.items()
     )

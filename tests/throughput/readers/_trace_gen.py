@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from probewise.errors import TraceFormatError
 from probewise.throughput import KernelTable
-from probewise.throughput.readers.chrome_trace import read_chrome_trace
+from probewise.throughput.trace_sets import read_chrome_trace
 
 _CATS = st.sampled_from(
     [

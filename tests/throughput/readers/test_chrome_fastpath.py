@@ -1,6 +1,6 @@
 """The Chrome trace reader's fast path against its exact path, table for table.
 
-The fast path (``_totals.FastPath``) decodes a run of events as a tagged union and
+The fast path (``_fastpath.FastPath``) decodes a run of events as a tagged union and
 hands anything it is not sure of to the exact path. Every table read with it must be
 the table the exact path alone reads: on every fixture trace, and on generated traces
 full of what it has to decline (odd ``ph`` and ``cat``, missing or odd fields, step
@@ -22,7 +22,7 @@ from _trace_gen import (
 )
 from hypothesis import HealthCheck, given, settings
 
-from probewise.throughput.readers import _native, _totals
+from probewise.throughput.readers import _fastpath, _native
 
 
 def _decline(self: object, totals: object, doc: bytes) -> bool:
@@ -35,7 +35,7 @@ def _fast(patch: pytest.MonkeyPatch) -> None:
 
 
 def _exact(patch: pytest.MonkeyPatch) -> None:
-    patch.setattr(_totals.FastPath, "add", _decline)
+    patch.setattr(_fastpath.FastPath, "add", _decline)
 
 
 def _same(path: Path, *, salvage: bool = False) -> None:
@@ -52,7 +52,7 @@ def _pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def tallied(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many events went through the fast path (so that no test here is vacuous)."""
-    return counted(monkeypatch, _totals.Totals, "tally", len)
+    return counted(monkeypatch, _fastpath.FastPath, "add_tagged", len)
 
 
 @pytest.mark.fixtures

@@ -1,7 +1,7 @@
 """The compiled trace scanner (``_scan.c``) against the pure-Python paths.
 
 Where the install built it, the reader offers every run of events to the scanner first;
-what it accepts it must read exactly as the exact path does (``Totals.add``), and what it
+what it accepts it must read exactly as the exact path does (``Totals.add_exact``), and what it
 is not sure of it must decline. Held here at three levels: whole tables (every fixture,
 a many-run trace, generated and damaged traces, read with the scanner and without), one
 run at a time (generated runs, compared field by field with the exact path's totals),
@@ -54,7 +54,7 @@ def scan() -> Scan:
 @pytest.fixture
 def absorbed(monkeypatch: pytest.MonkeyPatch, scan: Scan) -> list[int]:
     """How many events the scanner read (so that no table test here is vacuous)."""
-    return counted(monkeypatch, _totals.Totals, "absorb", operator.itemgetter(0))
+    return counted(monkeypatch, _native.NativePath, "add_scanned", operator.itemgetter(0))
 
 
 def _native_on(patch: pytest.MonkeyPatch) -> None:
@@ -151,7 +151,7 @@ def _check_run(body: bytes, before: str) -> bool:
     doc = b"[" + body + b"]"
     events = _totals.DECODE_EVENTS.decode(doc)  # must not raise: the scanner checked it
     exact = _totals_for(before)
-    exact.add(events, doc)
+    exact.add_exact(events, doc)
     assert _state(native) == _state(exact)
     return True
 
@@ -262,7 +262,7 @@ def test_rows_of_two_spellings_of_one_kind_are_in_first_seen_order(scan: Scan) -
     )
     assert _check_run(body, "fresh")
     exact = _totals.Totals()
-    exact.add(_totals.DECODE_EVENTS.decode(b"[" + body + b"]"), body)
+    exact.add_exact(_totals.DECODE_EVENTS.decode(b"[" + body + b"]"), body)
     assert list(exact.rows[0]) == [b'"b"', b'"a"', b'"c"']
 
 

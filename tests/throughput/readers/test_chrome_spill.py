@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from probewise.errors import TraceFormatError
 from probewise.throughput import KernelTable
 from probewise.throughput.readers import _events, _spill, _totals
-from probewise.throughput.readers.chrome_trace import read_chrome_trace
+from probewise.throughput.trace_sets import read_chrome_trace
 
 
 def test_a_workers_full_disk_is_the_same_spill_error(
@@ -108,13 +108,13 @@ def test_fixture_tables_are_the_unspilled_ones(
     monkeypatch.setattr(_events, "_PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(_events, "_RUN", 1 << 16)
     handed_back = [0]  # batches worker processes spilled and handed back
-    merge = _totals.Totals.merge
+    merge = _totals.Totals.add_segment
 
     def counting(self: _totals.Totals, other: _totals.Totals) -> None:
         handed_back[0] += len(other.store.batches)
         merge(self, other)
 
-    monkeypatch.setattr(_totals.Totals, "merge", counting)
+    monkeypatch.setattr(_totals.Totals, "add_segment", counting)
     with_steps = 0
     for trace in sorted((shared_fixtures / "traces").glob("*.json*")):
         data = trace.read_bytes()

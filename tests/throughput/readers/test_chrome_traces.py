@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from probewise.errors import DamageKind, MixedJobsError, TraceFormatError
 from probewise.throughput.kernels import ExclusionReason, KernelKind, KernelTable
-from probewise.throughput.readers.chrome_trace import read_chrome_trace, read_chrome_traces
+from probewise.throughput.trace_sets import read_chrome_trace, read_chrome_traces
 
 # (file, kernel µs, memcpy µs, memset µs) from ../shared/fixtures/traces/PROVENANCE.md
 TOTALS = [
@@ -657,7 +657,7 @@ def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from probewise.errors import TraceFormatError\n"
-        "from probewise.throughput.readers.chrome_trace import read_chrome_trace\n"
+        "from probewise.throughput.trace_sets import read_chrome_trace\n"
         "try:\n"
         "    read_chrome_trace(sys.argv[1])\n"
         "except TraceFormatError as error:\n"

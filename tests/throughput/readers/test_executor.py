@@ -35,7 +35,7 @@ from probewise.cli import main
 from probewise.errors import InvalidInputError, MixedJobsError, TraceFormatError
 from probewise.responses import run_arm_shards
 from probewise.throughput.kernels import KernelTable
-from probewise.throughput.readers.chrome_trace import read_chrome_traces
+from probewise.throughput.trace_sets import read_chrome_traces
 
 RANKS = ("sampled_rank-0.json.gz", "sampled_rank-1.json.gz")  # 2 ranks of a 128-rank job
 OTHER_JOB = "nccl_data.json.gz"  # world size 2

@@ -13,11 +13,9 @@ from hypothesis import strategies as st
 
 from probewise.errors import DamageKind, TraceFormatError
 from probewise.throughput.kernels import ExclusionReason, KernelKind, KernelTable
-from probewise.throughput.readers.profiler_table import (
-    LabelledRow,
+from probewise.throughput.readers.profiler_table import LabelledRow, RowLabel, decode_table_bytes
+from probewise.throughput.table_readings import (
     ProfilerTableReading,
-    RowLabel,
-    decode_table_bytes,
     read_profiler_table,
     read_profiler_tables,
 )

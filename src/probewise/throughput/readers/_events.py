@@ -22,11 +22,12 @@ import msgspec
 import regex
 
 from probewise.errors import DamageKind, InvalidInputError, SpillError, TraceFormatError
-from probewise.throughput.kernels import Damage, KernelTable, ProgressCallback, TraceSource
+from probewise.throughput._kernel_rows import Damage, ProgressCallback, TableParts, TraceSource
+from probewise.throughput.readers._fastpath import FastPath
 from probewise.throughput.readers._native import NativePath
 from probewise.throughput.readers._source import Source
 from probewise.throughput.readers._spill import Area
-from probewise.throughput.readers._totals import DECODE_ANY, DECODE_EVENTS, Event, FastPath, Totals
+from probewise.throughput.readers._totals import DECODE_ANY, DECODE_EVENTS, Event, Totals
 
 __all__ = ["Parser", "Segment", "Spawn", "WorkerResult", "first_line"]
 
@@ -165,12 +166,12 @@ class Parser:
 
     # -- top level
 
-    def parse(self) -> KernelTable:
+    def parse(self) -> TableParts:
         try:
-            table = self._parse()
+            parts = self._parse()
         finally:
             self.area.remove()
-        if table is None:
+        if parts is None:
             # A ProfilerStep span came after launches that were not kept: read again.
             again = Parser(
                 self.path,
@@ -181,10 +182,10 @@ class Parser:
                 spawn=self.spawn,
             )
             return again.parse()
-        return table
+        return parts
 
-    def _parse(self) -> KernelTable | None:
-        """The table; None when the file must be read again, keeping every launch."""
+    def _parse(self) -> TableParts | None:
+        """The parts of the table; None when the file must be read again, keeping every launch."""
         damage: Damage | None = None
         try:
             try:
@@ -212,7 +213,7 @@ class Parser:
             damage=damage,
             notes=tuple(filter(None, [*self.notes, self.totals.duplicate_note()])),
         )
-        return self.totals.table(source, self.path, lossy_names=self.salvage)
+        return self.totals.parts(source, self.path, lossy_names=self.salvage)
 
     def _document(self) -> None:
         src = self.src
@@ -426,7 +427,7 @@ class Parser:
                 kind, message, offset = result.error
                 raise TraceFormatError(message, path=self.path, offset=offset, kind=kind)
             assert result.totals is not None
-            self.totals.merge(result.totals)
+            self.totals.add_segment(result.totals)
             if not result.landed:
                 end = result.end
                 break
@@ -613,13 +614,13 @@ class Parser:
                     self._too_deep(start, start + close)
                 except msgspec.DecodeError as inner:
                     return self._damage(start, end, inner, final=final)
-                self.totals.add(events, head)
+                self.totals.add_exact(events, head)
                 self.pos = start + close  # doc index i is buf index start + i - 1
                 return _CLOSED
             if not final and (byte is None or byte >= len(doc) - 1):
                 return _WRONG_CUT
             return self._damage(start, end, error, final=final)
-        self.totals.add(events, doc)
+        self.totals.add_exact(events, doc)
         if final:
             self.pos = end
             return _CLOSED
@@ -687,7 +688,7 @@ class Parser:
             low = middle + 1
         damage_at = start if best is None else cuts[best[0] - 1][1]
         if self.salvage and best is not None:
-            self.totals.add(best[1], best[2])
+            self.totals.add_exact(best[1], best[2])
         self._fail(
             DamageKind.MALFORMED,
             "an event nests arrays or objects too deeply to decode (no profiler writes that)",
@@ -702,7 +703,7 @@ class Parser:
                 events = self._decode(doc, start)
             except (msgspec.DecodeError, RecursionError, _Salvaged):
                 continue
-            self.totals.add(events, doc)
+            self.totals.add_exact(events, doc)
             return
 
     def _cuts_all(self, start: int, end: int) -> list[tuple[int, int]]:

@@ -3,7 +3,7 @@
  *
  * The trace reader's optional compiled part (docs/reference/chrome-trace.md,
  * "The compiled scanner"). scan() checks that a run of events (the inside of a JSON
- * array) is valid JSON and does, in one pass, what the exact path (Totals.add in
+ * array) is valid JSON and does, in one pass, what the exact path (Totals.add_exact in
  * _totals.py) does with it: counts the events by category and by whether ``ph`` is "X";
  * for the device-lane spans sums integer nanoseconds per (code, raw name), makes each
  * span's duplicate key (the same Python hash of the same tuple) and its step-join

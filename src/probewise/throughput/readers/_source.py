@@ -24,7 +24,7 @@ import attrs
 
 from probewise._extras import Extra, requires
 from probewise.errors import DamageKind, MissingExtraError, TraceFormatError
-from probewise.throughput.kernels import ProgressCallback
+from probewise.throughput._kernel_rows import ProgressCallback
 
 __all__ = ["GZIP_MAGIC", "WHITESPACE", "ZSTD_MAGIC", "Source"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final, cast
 
-from probewise.throughput.kernels import StepBreakdown
+from probewise.throughput._kernel_rows import StepBreakdown
 
 if TYPE_CHECKING:
     import numpy as np

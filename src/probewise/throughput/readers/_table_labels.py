@@ -12,7 +12,7 @@ from typing import Final, assert_never, final
 
 import attrs
 
-from probewise.throughput.kernels import ExclusionReason
+from probewise.throughput._kernel_rows import ExclusionReason
 from probewise.throughput.readers._table_rows import Parsed
 
 __all__ = [

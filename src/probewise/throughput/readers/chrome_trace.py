@@ -1,12 +1,16 @@
-"""Read Chrome traces (Kineto and legacy dialects) into KernelTables: files, ranks, executors.
+"""Read Chrome traces (Kineto and legacy dialects) into a table's parts: files, ranks, executors.
 
-:func:`read_chrome_trace` reads one file, :func:`read_chrome_traces` one file, a
-directory of rank files or several files as the ranks of one job (locally or through any
-:class:`concurrent.futures.Executor`). The stages live beside this module: ``_source``
-(bytes, gzip, zstd), ``_events`` (streaming JSON, damage, salvage), ``_totals`` (events to
-a table), ``_spill`` (its per-event columns on disk, past a threshold) and ``_workers``
-(worker processes). What each event category counts as, how
-time units are read and what damage and salvage mean: docs/reference/chrome-trace.md.
+:func:`read_trace` reads one file, :func:`read_traces` one file, a directory of rank
+files or several files as the ranks of one job (locally or through any
+:class:`concurrent.futures.Executor`), each file into its
+:class:`~probewise.throughput._kernel_rows.TableParts`; the tables are built above, by
+``KernelTable.from_chrome_trace`` and :mod:`probewise.throughput.trace_sets`. The stages
+live beside this module: ``_source`` (bytes, gzip, zstd), ``_events`` (streaming JSON,
+damage, salvage), ``_native`` and ``_fastpath`` (the compiled and the fast path over a
+run of events), ``_totals`` (events to a table's parts), ``_spill`` (its per-event
+columns on disk, past a threshold) and ``_workers`` (worker processes). What each event
+category counts as, how time units are read and what damage and salvage mean:
+docs/reference/chrome-trace.md.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from probewise.errors import (
     SpillError,
     TraceFormatError,
 )
-from probewise.throughput.kernels import KernelTable, ProgressCallback, TraceSource
+from probewise.throughput._kernel_rows import ProgressCallback, TableParts, TraceSource
 from probewise.throughput.readers import _native
 from probewise.throughput.readers._events import Parser, first_line
 from probewise.throughput.readers._source import GZIP_MAGIC, WHITESPACE, ZSTD_MAGIC
@@ -37,11 +41,10 @@ from probewise.throughput.readers._workers import Worker
 
 __all__ = [
     "SUMMARY_SUFFIX",
-    "ChromeTraceSet",
     "ProgressCallback",
     "TraceReader",
-    "read_chrome_trace",
-    "read_chrome_traces",
+    "read_trace",
+    "read_traces",
     "require_regular_file",
     "trace_reader",
 ]
@@ -60,44 +63,20 @@ class TraceReader(enum.Enum):
 
 
 def trace_reader() -> TraceReader:
-    """The reader :func:`read_chrome_traces` uses now (``probewise --version`` prints it)."""
+    """The reader :func:`~probewise.throughput.read_chrome_traces` uses now (``probewise --version`` prints it)."""
     if _native.SCAN is not None:
         return TraceReader.COMPILED
     return TraceReader.TURNED_OFF if _native.BUILT else TraceReader.NOT_BUILT
 
 
-@final
-@attrs.frozen(kw_only=True)
-class ChromeTraceSet:
-    """The tables of several trace files read as the ranks of one job.
-
-    ``per_rank`` holds one table per file (sorted by rank, files without a rank
-    last); ``merged`` is their sum. ``missing_ranks`` are ranks that
-    ``distributedInfo.world_size`` says exist but no file came from.
-    """
-
-    per_rank: tuple[KernelTable, ...]
-    merged: KernelTable
-
-    @property
-    def world_size(self) -> int | None:
-        """The largest world size any file states."""
-        return self.merged.world_size
-
-    @property
-    def missing_ranks(self) -> tuple[int, ...]:
-        """Ranks the job had that no file covers."""
-        return self.merged.missing_ranks
-
-
-def read_chrome_trace(
+def read_trace(
     path: str | PathLike[str],
     *,
     salvage: bool = False,
     progress: ProgressCallback | None = None,
     workers: int | None = None,
-) -> KernelTable:
-    """Read one Chrome trace file (JSON or gzip, by content) into a KernelTable.
+) -> TableParts:
+    """Read one Chrome trace file (JSON or gzip, by content) into its table's parts.
 
     ``workers`` is the number of processes that read a large (64 MiB or more) plain
     JSON trace in parallel, each a part of the file; None means one per core that is
@@ -178,7 +157,7 @@ def _idle_workers() -> int:
     return max(1, min(4, cpus, round(cpus - load)))
 
 
-def read_chrome_traces(
+def read_traces(
     paths: str | PathLike[str] | Sequence[str | PathLike[str]],
     *,
     salvage: bool = False,
@@ -186,33 +165,13 @@ def read_chrome_traces(
     workers: int | None = None,
     allow_mixed_jobs: bool = False,
     executor: Executor | None = None,
-) -> ChromeTraceSet:
-    """Read one trace, a directory of rank traces, or several files, as ranks of one job.
+) -> tuple[TableParts, ...]:
+    """Each file's parts, as :func:`probewise.throughput.read_chrome_traces` reads them.
 
-    A directory contributes every regular file in it whose content starts like a
-    trace (gzip magic, or ``{`` / ``[`` after whitespace); other files (a README)
-    are skipped. Files are sorted by ``distributedInfo.rank``. ``salvage``,
-    ``progress`` and ``workers`` are as for :func:`read_chrome_trace`.
-
-    ``executor`` (any :class:`concurrent.futures.Executor`: a process pool, or
-    ``distributed.Client(...).get_executor()`` for a Dask cluster) reads each file as
-    one task there; the per-file tables come back and are sorted and merged here
-    exactly as in a local read, so the result is equal (``==``) to it. The paths
-    must name the same files on every worker (a shared filesystem); directories are
-    listed here. With an executor, ``workers=None`` means one process per file (the
-    executor's own tasks are the parallelism), and ``progress`` is called here as each
-    file's table arrives, ``progress(0, size)`` then ``progress(size, size)``. A worker's
-    exception is raised here as it was raised there (the same typed error as a local
-    read, for the first failing file in the order given); a task the executor itself
-    loses (a worker that died, a cancelled future, a result that could not travel)
-    is a :class:`~probewise.TraceFormatError` naming the file.
-
-    Files that cannot be ranks of one job (their ``distributedInfo.world_size``
-    values differ, or two claim the same rank) raise
-    :class:`~probewise.errors.MixedJobsError` naming them, unless
-    ``allow_mixed_jobs`` is true; then they are summed and
-    :meth:`KernelTable.jobs <probewise.throughput.kernels.KernelTable.jobs>` says
-    which job each file came from. Files without ``distributedInfo`` never conflict.
+    One trace, a directory of rank traces, or several files, read as the ranks of one
+    job (locally or through ``executor``), sorted by rank (files without one last), and
+    refused as :class:`~probewise.errors.MixedJobsError` unless ``allow_mixed_jobs``
+    when they cannot be ranks of one job. The options are described there.
     """
     files = list(_trace_files(paths))
     if not files:
@@ -220,20 +179,15 @@ def read_chrome_traces(
             os.fspath(paths) if isinstance(paths, str | PathLike) else ", ".join(map(str, paths))
         )
         raise TraceFormatError("no trace files found", path=shown)
-    tables = (
-        [read_chrome_trace(f, salvage=salvage, progress=progress, workers=workers) for f in files]
+    ranks = (
+        [read_trace(f, salvage=salvage, progress=progress, workers=workers) for f in files]
         if executor is None
         else _read_on(executor, files, salvage=salvage, progress=progress, workers=workers)
     )
-    tables.sort(key=_rank_key)
+    ranks.sort(key=_rank_key)
     if not allow_mixed_jobs:
-        _refuse_mixed_jobs([table.sources[0] for table in tables])
-    merged = KernelTable.empty()
-    for table in tables:
-        merged = merged + table
-    if len(tables) == 1:
-        merged = tables[0]
-    return ChromeTraceSet(per_rank=tuple(tables), merged=merged)
+        _refuse_mixed_jobs([parts.sources[0] for parts in ranks])
+    return tuple(ranks)
 
 
 @final
@@ -245,10 +199,10 @@ class _Raised:
     error: Exception
 
 
-def _read_task(path: str, salvage: bool, workers: int) -> KernelTable | _Raised:
-    """One file's table, read where the executor runs it (top level: it must pickle)."""
+def _read_task(path: str, salvage: bool, workers: int) -> TableParts | _Raised:
+    """One file's parts, read where the executor runs it (top level: it must pickle)."""
     try:
-        return read_chrome_trace(path, salvage=salvage, workers=workers)
+        return read_trace(path, salvage=salvage, workers=workers)
     except Exception as error:  # re-raised by _read_on, on the caller's side
         return _Raised(error)
 
@@ -260,21 +214,21 @@ def _read_on(
     salvage: bool,
     progress: ProgressCallback | None,
     workers: int | None,
-) -> list[KernelTable]:
-    """Every file's table read through ``executor``, in the order of ``files``."""
+) -> list[TableParts]:
+    """Every file's parts read through ``executor``, in the order of ``files``."""
     if not isinstance(executor, Executor):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise InvalidInputError(
             f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
         )
     count = 1 if workers is None else _worker_count(workers)
-    futures: list[Future[KernelTable | _Raised]] = []
+    futures: list[Future[TableParts | _Raised]] = []
     try:
         for path in files:
             try:
                 futures.append(executor.submit(_read_task, path, salvage, count))
             except Exception as error:
                 raise _executor_error("refused", path, error) from error
-        tables: list[KernelTable] = []
+        ranks: list[TableParts] = []
         for path, future in zip(files, futures, strict=True):
             try:
                 result = future.result()
@@ -282,12 +236,12 @@ def _read_on(
                 raise _executor_error("lost", path, error) from error
             if isinstance(result, _Raised):
                 raise result.error
-            tables.append(result)
+            ranks.append(result)
             if progress is not None:
                 size = _size(path)
                 progress(0, size)
                 progress(size, size)
-        return tables
+        return ranks
     finally:
         for future in futures:
             future.cancel()
@@ -340,8 +294,8 @@ def _refuse_mixed_jobs(sources: Sequence[TraceSource]) -> None:
         )
 
 
-def _rank_key(table: KernelTable) -> tuple[int, str]:
-    source = table.sources[0]
+def _rank_key(parts: TableParts) -> tuple[int, str]:
+    source = parts.sources[0]
     return (source.rank if source.rank is not None else 1 << 30, source.path)
 
 

@@ -1,4 +1,4 @@
-"""A live ``prof.key_averages()`` (an ``EventList`` of ``FunctionEventAvg``) into a KernelTable.
+"""A live ``prof.key_averages()`` (an ``EventList`` of ``FunctionEventAvg``) into a table's parts.
 
 Only the attributes read here are touched (``key``, ``count``, ``self_device_time_total``
 or ``self_cuda_time_total``, ``device_type``, ``is_legacy``, ``is_user_annotation``), so
@@ -14,13 +14,13 @@ import attrs
 import regex
 
 from probewise.errors import TraceFormatError
-from probewise.throughput.kernels import Exclusion, ExclusionReason, KernelRow, KernelTable
+from probewise.throughput._kernel_rows import Exclusion, ExclusionReason, KernelRow, TableParts
 
-__all__ = ["table_from_key_averages"]
+__all__ = ["read_key_averages"]
 
 
-def table_from_key_averages(events: Iterable[object]) -> KernelTable:
-    """A KernelTable from ``prof.key_averages()`` (``FunctionEventAvg`` objects).
+def read_key_averages(events: Iterable[object]) -> TableParts:
+    """The parts of a table from ``prof.key_averages()`` (``FunctionEventAvg`` objects).
 
     Kernel rows are the device rows: ``device_type`` other than CPU (CUDA, XPU,
     MTIA, PrivateUse1...), user annotations left out. On the legacy profiler path
@@ -49,7 +49,7 @@ def table_from_key_averages(events: Iterable[object]) -> KernelTable:
             excluded.append(
                 Exclusion(reason=ExclusionReason.CPU_OP, events=1, total_us=c.self_ns / 1000)
             )
-    return KernelTable.of_rows(rows, excluded=excluded, naive_device_us=naive / 1000)
+    return TableParts(rows=tuple(rows), excluded=tuple(excluded), naive_device_us=naive / 1000)
 
 
 _RUNTIME_NAME: Final = regex.compile(r"(?:cuda|cu|hip|hsa|mtia|xpu|ze|ur)[A-Z]")

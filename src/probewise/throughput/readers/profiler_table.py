@@ -1,11 +1,13 @@
-"""Read the text ``prof.key_averages().table()`` printed back into a :class:`KernelTable`.
+"""Read the text ``prof.key_averages().table()`` printed back into a table's parts.
 
 ``key_averages()`` lists both the ATen op (``aten::mm``) and the kernel it launched,
 each with the same self device time, so summing the ``Self CUDA`` column counts the
-same time twice. :func:`read_profiler_tables` reads the printed table, labels every
-row (:class:`RowLabel`: kernel, op, annotation or ambiguous, with the reason), sums
-the device kernel rows only, and checks that sum against the footer's
-``Self <DEV> time total``.
+same time twice. :func:`read_tables` reads the printed table, labels every row
+(:class:`RowLabel`: kernel, op, annotation or ambiguous, with the reason), keeps the
+device kernel rows only (:class:`PrintedTable`, whose ``parts`` the table builds itself
+from), and checks their sum against the footer's ``Self <DEV> time total``
+(:meth:`PrintedTable.check_footer`). :mod:`probewise.throughput.table_readings` makes
+the public :class:`~probewise.throughput.ProfilerTableReading` of it.
 
 The format, the header dialects, the labelling rules, what is counted, truncation, the
 footer check and the errors are specified in docs/reference/profiler-table.md. The
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import assert_never, cast, final
 
 import attrs
@@ -25,14 +27,11 @@ import attrs
 from probewise import _json
 from probewise._validation import (
     checked_type,
-    duration,
     non_blank_str,
-    non_negative_int,
-    optional_duration,
     optional_non_negative_int,
 )
 from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError, TraceFormatError
-from probewise.throughput.kernels import Exclusion, KernelRow, KernelTable
+from probewise.throughput._kernel_rows import Exclusion, KernelRow, TableParts
 from probewise.throughput.readers._table_frames import (
     FOOTER,
     Frame,
@@ -63,11 +62,11 @@ from probewise.throughput.readers._table_rows import (
 
 __all__ = [
     "LabelledRow",
-    "ProfilerTableReading",
+    "PrintedTable",
     "RowLabel",
     "decode_table_bytes",
-    "read_profiler_table",
-    "read_profiler_tables",
+    "read_table",
+    "read_tables",
 ]
 
 
@@ -82,33 +81,6 @@ def _finite_or_none(
         )
     if not math.isfinite(value):
         raise InvalidInputError(f"{attribute.name} must be a finite number or None, got {value!r}")
-
-
-def _non_negative(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(
-            f"{attribute.name} must be a finite number >= 0, got {type(value).__name__}"
-        )
-    if not math.isfinite(value) or value < 0:
-        raise InvalidInputError(f"{attribute.name} must be a finite number >= 0, got {value!r}")
-
-
-def _strings(value: Iterable[object]) -> tuple[str, ...]:
-    out: list[str] = []
-    for item in value:
-        if not isinstance(item, str):
-            raise ArgumentTypeError(f"expected str, got {type(item).__name__}")
-        out.append(item)
-    return tuple(out)
-
-
-def _labelled_rows(value: Iterable[object]) -> tuple[LabelledRow, ...]:
-    out: list[LabelledRow] = []
-    for item in value:
-        if not isinstance(item, LabelledRow):
-            raise ArgumentTypeError(f"rows must be LabelledRow, got {type(item).__name__}")
-        out.append(item)
-    return tuple(out)
 
 
 @final
@@ -142,77 +114,59 @@ class LabelledRow:
         return _json.to_dict(self)
 
 
-@_json.shaped(_json.Shape(after={"reconciled": "hidden_device_us"}))
 @final
 @attrs.frozen(kw_only=True)
-class ProfilerTableReading:
-    """One printed table, read: the kernel table, every row labelled, and the footer check.
+class PrintedTable:
+    """One printed table, read: what :class:`~probewise.throughput.ProfilerTableReading`
+    holds, with the kernel table still as its parts and the footer not yet checked.
 
-    ``device`` is the device word of the header (``"CUDA"``, ``"XPU"``, ``"MTIA"``,
-    a PrivateUse1 backend's name; ``"CPU"`` for a CPU-only table). ``rows`` are the
-    printed rows in printed order. ``legacy`` is true when the op rows carry the device
-    time (the CUDA-event path, and every pre-2020 table). ``footer_self_device_us`` and
-    ``footer_self_cpu_us`` are the footer's ``Self <DEV> time total`` and
-    ``Self CPU time total`` (None when absent; the pre-2020 ``CUDA time total`` is not
-    a self-time footer and is left out). ``kernel_sum_us`` is the sum of the counted
-    rows, copies and fills included (``table.device_us``). ``tolerance_us`` is how far
-    that sum may honestly sit from the footer given the printed precision (half the
-    last printed digit of each counted value and of the footer; not rounded to the
-    1 ns grid). ``hidden_device_us`` is the footer minus the sum when the footer is
-    larger beyond that tolerance, 0.0 when they reconcile, None without a footer or
-    when the sum exceeds it. ``possible_collisions`` lists the truncated display
-    names, ``columns`` the header as printed, ``offset`` the character offset of the
-    table in the text, and ``notes`` whatever a reader should know (dialect, legacy,
-    merges, the footer gap).
+    ``tolerance2_ns`` is twice the tolerance (in ns) of the counted values and of the
+    footer; ``ambiguous_ns`` the self device time of the AMBIGUOUS rows; ``modern``
+    whether the header is of the modern dialect. ``notes`` are the notes up to the
+    footer check, which :meth:`check_footer` adds.
     """
 
-    table: KernelTable = attrs.field(validator=checked_type(KernelTable))
-    device: str = attrs.field(validator=non_blank_str)
-    rows: tuple[LabelledRow, ...] = attrs.field(converter=_labelled_rows)
-    legacy: bool = attrs.field(validator=checked_type(bool))
-    footer_self_device_us: float | None = attrs.field(converter=optional_duration)
-    footer_self_cpu_us: float | None = attrs.field(converter=optional_duration)
-    kernel_sum_us: float = attrs.field(converter=duration)
-    tolerance_us: float = attrs.field(validator=_non_negative)
-    hidden_device_us: float | None = attrs.field(converter=optional_duration)
-    possible_collisions: tuple[str, ...] = attrs.field(converter=_strings)
-    columns: tuple[str, ...] = attrs.field(default=(), converter=_strings)
-    offset: int = attrs.field(default=0, validator=non_negative_int)
-    notes: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    parts: TableParts
+    device: str
+    rows: tuple[LabelledRow, ...]
+    legacy: bool
+    modern: bool
+    footer_self_device_ns: int | None
+    footer_self_cpu_ns: int | None
+    tolerance2_ns: int
+    ambiguous_ns: int
+    possible_collisions: tuple[str, ...]
+    columns: tuple[str, ...]
+    offset: int
+    notes: tuple[str, ...]
 
-    def __attrs_post_init__(self) -> None:
-        if round(self.kernel_sum_us * 1000) != round(self.table.device_us * 1000):
-            raise InvalidInputError(
-                f"ProfilerTableReading: kernel_sum_us ({self.kernel_sum_us}) must equal table.device_us "
-                f"({self.table.device_us})"
-            )
-        if self.hidden_device_us is not None and self.footer_self_device_us is None:
-            raise InvalidInputError("ProfilerTableReading: hidden_device_us needs a footer")
+    def check_footer(self, sum_ns: int) -> tuple[int | None, tuple[str, ...]]:
+        """The footer's device time beyond the counted rows (``sum_ns``: the table's
+        ``device_us`` in ns), and every note, the footer check's included.
 
-    @property
-    def reconciled(self) -> bool:
-        """True when there is a footer and the counted rows add up to it.
-
-        "Add up" means within :attr:`tolerance_us`: half the last printed digit of
-        every counted value and of the footer.
+        0 when they reconcile; None without a footer or when the rows exceed it.
         """
-        if self.footer_self_device_us is None:
-            return False
-        gap_ns = abs(round(self.footer_self_device_us * 1000) - round(self.kernel_sum_us * 1000))
-        return 2 * gap_ns <= round(self.tolerance_us * 2000)
+        notes = list(self.notes)
+        hidden_ns = _reconcile(
+            sum_ns,
+            self.device,
+            modern=self.modern,
+            footer_ns=self.footer_self_device_ns,
+            tolerance2=self.tolerance2_ns,
+            ambiguous_ns=self.ambiguous_ns,
+            notes=notes,
+        )
+        if self.ambiguous_ns > 0 and not self.legacy:
+            count_ambiguous = sum(1 for row in self.rows if row.label is RowLabel.AMBIGUOUS)
+            notes.append(
+                f"{count_ambiguous} AMBIGUOUS rows carry {_fmt(self.ambiguous_ns)} of self device "
+                "time, not counted"
+            )
+        return hidden_ns, tuple(notes)
 
-    @property
-    def ambiguous(self) -> tuple[LabelledRow, ...]:
-        """The AMBIGUOUS rows (never counted; check them when the sum is short)."""
-        return tuple(row for row in self.rows if row.label is RowLabel.AMBIGUOUS)
 
-    def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready values."""
-        return _json.to_dict(self)
-
-
-def read_profiler_tables(text: str) -> tuple[ProfilerTableReading, ...]:
-    """Every table in ``text`` (what ``key_averages().table()`` printed), in order.
+def read_tables(text: str) -> tuple[PrintedTable, ...]:
+    """Every table in ``text`` (what ``key_averages().table()`` printed), in order, read.
 
     Raises :class:`~probewise.TraceFormatError` when the text holds no table, or when
     a table cannot be read (see docs/reference/profiler-table.md, "Errors").
@@ -257,14 +211,14 @@ def decode_table_bytes(data: bytes) -> tuple[str, str | None]:
         )
 
 
-def read_profiler_table(text: str) -> ProfilerTableReading:
+def read_table(text: str) -> PrintedTable:
     """The one table in ``text``; raises TraceFormatError if there are none or several.
 
     A text with several tables (the profiler recipe prints a CUDA and an XPU one) is
     rejected with the offset of the second, rather than read in part: use
-    :func:`read_profiler_tables` for it.
+    :func:`read_tables` for it.
     """
-    first, *others = read_profiler_tables(text)
+    first, *others = read_tables(text)
     if others:
         raise TraceFormatError(
             f"the text holds {1 + len(others)} printed tables; read them with "
@@ -379,7 +333,7 @@ def _merge_notes(rows: Sequence[LabelledRow]) -> list[str]:
     return notes
 
 
-def _read_frame(frame: Frame) -> ProfilerTableReading:
+def _read_frame(frame: Frame) -> PrintedTable:
     header = read_header(frame)
     parsed = parse_rows(frame, header)
     footer = _read_footer(frame, header)
@@ -389,10 +343,12 @@ def _read_frame(frame: Frame) -> ProfilerTableReading:
     verdicts, counted, legacy = _label_rows(header, parsed, footer, notes)
     tally = _tally(header, parsed, verdicts, counted, legacy=legacy)
     if header.dialect is Dialect.CPU_ONLY:
-        table = KernelTable.empty()
+        parts = TableParts(rows=(), naive_device_us=0.0)  # the empty table
     else:
-        table = KernelTable.of_rows(
-            tally.kernel_rows, excluded=tally.excluded, naive_device_us=_us(tally.naive_ns)
+        parts = TableParts(
+            rows=tuple(tally.kernel_rows),
+            excluded=tuple(tally.excluded),
+            naive_device_us=_us(tally.naive_ns),
         )
     notes.extend(_merge_notes(tally.labelled))
     inclusive = header.dialect is Dialect.INCLUSIVE
@@ -403,32 +359,17 @@ def _read_frame(frame: Frame) -> ProfilerTableReading:
         )
     footer_ns = None if footer.self_device is None else footer.self_device.ns
     tolerance2 = tally.ulp_ns + (0 if footer.self_device is None else footer.self_device.ulp_ns)
-    ambiguous_ns = _ambiguous_ns(parsed, verdicts)
-    hidden_ns = _reconcile(
-        header,
-        table,
-        footer_ns=footer_ns,
-        tolerance2=tolerance2,
-        ambiguous_ns=ambiguous_ns,
-        notes=notes,
-    )
-    if ambiguous_ns > 0 and not legacy:
-        count_ambiguous = sum(1 for v in verdicts if v.label is RowLabel.AMBIGUOUS)
-        notes.append(
-            f"{count_ambiguous} AMBIGUOUS rows carry {_fmt(ambiguous_ns)} of self device "
-            "time, not counted"
-        )
     collisions = tuple(dict.fromkeys(row.name for row in tally.labelled if row.truncated))
-    return ProfilerTableReading(
-        table=table,
+    return PrintedTable(
+        parts=parts,
         device=header.device,
-        rows=tally.labelled,
+        rows=tuple(tally.labelled),
         legacy=legacy,
-        footer_self_device_us=None if footer_ns is None else _us(footer_ns),
-        footer_self_cpu_us=None if footer.self_cpu is None else _us(footer.self_cpu.ns),
-        kernel_sum_us=table.device_us,
-        tolerance_us=tolerance2 / 2000,
-        hidden_device_us=None if hidden_ns is None else _us(hidden_ns),
+        modern=header.dialect is Dialect.MODERN,
+        footer_self_device_ns=footer_ns,
+        footer_self_cpu_ns=None if footer.self_cpu is None else footer.self_cpu.ns,
+        tolerance2_ns=tolerance2,
+        ambiguous_ns=_ambiguous_ns(parsed, verdicts),
         possible_collisions=collisions,
         columns=header.columns,
         offset=frame.offset,
@@ -537,9 +478,10 @@ def _ambiguous_ns(parsed: Sequence[Parsed], verdicts: Sequence[Verdict]) -> int:
 
 
 def _reconcile(
-    header: Header,
-    table: KernelTable,
+    sum_ns: int,
+    device: str,
     *,
+    modern: bool,
     footer_ns: int | None,
     tolerance2: int,
     ambiguous_ns: int,
@@ -549,10 +491,9 @@ def _reconcile(
 
     None without a footer or when the rows exceed it; a note says what the gap means.
     """
-    sum_ns = round(table.device_us * 1000)
     if footer_ns is None:
-        if header.dialect is Dialect.MODERN:
-            notes.append(f"no 'Self {header.device} time total' footer: the sum cannot be checked")
+        if modern:
+            notes.append(f"no 'Self {device} time total' footer: the sum cannot be checked")
         return None
     if 2 * abs(footer_ns - sum_ns) <= tolerance2:
         return 0
