@@ -20,8 +20,10 @@ what differs is the mask builder it hands that function to
 
 For every implementation but SDPA the probe stands in for the attention function
 itself: while the forward runs, the implementation's name is registered in
-transformers' ``AttentionInterface`` with :func:`attention_recorder`, which keeps
-the call (and the flash kernel call) and returns an empty output.
+transformers' ``AttentionInterface`` with the recorder's ``attend`` (:mod:`._calls`),
+which keeps the call (and the flash kernel call) and returns an empty output. Which
+implementation runs, and whether the model supports it, is settled with the config
+(:mod:`._config`).
 """
 
 from __future__ import annotations

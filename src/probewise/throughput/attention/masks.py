@@ -45,7 +45,7 @@ from probewise.errors import (
     UnsupportedModelError,
 )
 from probewise.throughput._torch_dtype import TorchDtype
-from probewise.throughput.attention._band import Band, BandKind, analyse_band, crosses_documents
+from probewise.throughput.attention._band import Band, BandKind
 from probewise.throughput.attention._bundled import bundled_configs
 from probewise.throughput.attention._kernel_paths import (
     eager_path,
@@ -54,7 +54,8 @@ from probewise.throughput.attention._kernel_paths import (
     mib,
     sdpa_path,
 )
-from probewise.throughput.attention._paths import FlexBlocks, KernelPath, flex_blocks
+from probewise.throughput.attention._mask_reads import MaskReader
+from probewise.throughput.attention._paths import FlexBlocks, KernelPath
 from probewise.throughput.attention._scenario import (
     IMPLEMENTATIONS,
     AttentionKind,
@@ -510,7 +511,7 @@ def _probe(
         resolved, scenario, dtype=attention_dtype.value, progress=progress, dense_masks=dense_masks
     )
     run = resolved.layers.expand(run)  # a deep config's pattern, repeated
-    masks = _MaskReader(run, scenario)
+    masks = MaskReader(run, scenario)
     layers = _layers(run, masks, scenario, capability)
     distinct = {raw.mask_id: layer.mask_bytes for raw, layer in zip(run.calls, layers, strict=True)}
     import transformers
@@ -529,74 +530,8 @@ def _probe(
     )
 
 
-@final
-@attrs.frozen(kw_only=True)
-class _MaskRead:
-    """What one SDPA call's mask is: its band, kind, bytes and whether it lets packed
-    documents attend each other (``None`` without packing)."""
-
-    band: Band
-    kind: MaskKind
-    mask_bytes: int
-    cross_document: bool | None
-
-
-class _MaskReader:
-    """Reads each distinct mask of a recorded run once (many layers share one)."""
-
-    def __init__(self, run: RecordedRun, scenario: MaskScenario) -> None:
-        self.run = run
-        self.scenario = scenario
-        self.packed = scenario.packing is not Packing.NONE
-        self.bands: dict[tuple[int, int | None], Band] = {}
-        self.flex: dict[int, FlexBlocks] = {}
-        self.crossing: dict[int, bool] = {}
-
-    def blocks(self, mask_id: int | None) -> FlexBlocks | None:
-        """The flex ``BlockMask`` counts of a mask, once per distinct mask."""
-        if mask_id is None:
-            return None
-        if mask_id not in self.flex:
-            self.flex[mask_id] = flex_blocks(self.run.masks[mask_id])
-        return self.flex[mask_id]
-
-    def read(self, raw: RawCall) -> _MaskRead:
-        """The mask ``raw`` passed to SDPA (or its absence), read."""
-        run, scenario, packed = self.run, self.scenario, self.packed
-        if raw.mask_id is None:
-            cross = (len(scenario.documents) > 1) if packed else None
-            return _MaskRead(
-                band=Band(kind=BandKind.NONE),
-                kind=MaskKind.NONE,
-                mask_bytes=0,
-                cross_document=cross,
-            )
-        mask_id = raw.mask_id
-        key = (mask_id, raw.chunk_size)
-        if key not in self.bands:
-            band = analyse_band(
-                run.masks[mask_id], chunk_size=raw.chunk_size, documents=scenario.documents
-            )
-            if mask_id in run.heads_differ:
-                band = Band(
-                    kind=BandKind.OTHER,
-                    padding_columns=band.padding_columns,
-                    masked_rows=band.masked_rows,
-                    allowed_share=band.allowed_share,
-                )
-            self.bands[key] = band
-            if packed and mask_id not in self.crossing:
-                self.crossing[mask_id] = crosses_documents(run.masks[mask_id], scenario.documents)
-        return _MaskRead(
-            band=self.bands[key],
-            kind=MaskKind.BOOLEAN if raw.mask_dtype_bool else MaskKind.ADDITIVE,
-            mask_bytes=run.mask_bytes[mask_id],
-            cross_document=self.crossing[mask_id] if packed else None,
-        )
-
-
 def _layers(
-    run: RecordedRun, masks: _MaskReader, scenario: MaskScenario, capability: tuple[int, int]
+    run: RecordedRun, masks: MaskReader, scenario: MaskScenario, capability: tuple[int, int]
 ) -> list[LayerAttention]:
     """Each call's layer; calls alike but for their layer (a deep config's repeated
     pattern) are read once."""
@@ -614,7 +549,7 @@ def _layers(
 
 
 def _layer(
-    raw: RawCall, masks: _MaskReader, scenario: MaskScenario, capability: tuple[int, int]
+    raw: RawCall, masks: MaskReader, scenario: MaskScenario, capability: tuple[int, int]
 ) -> LayerAttention:
     """One recorded attention call as a :class:`LayerAttention`: under SDPA with its
     predicted backend, under another implementation with its kernel path."""
