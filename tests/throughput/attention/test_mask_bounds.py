@@ -24,7 +24,8 @@ from probewise.throughput.attention import _bounds  # needs transformers
 
 
 def _bundled(name: str) -> dict[str, object]:
-    from probewise.throughput.attention.masks import _resolve_config  # pyright: ignore[reportPrivateUsage]
+    # The bundled configs' reader, private: it moved from masks into the config stage.
+    from probewise.throughput.attention._bundled import bundled_config as _resolve_config
 
     data = _resolve_config(name)
     assert isinstance(data, dict)

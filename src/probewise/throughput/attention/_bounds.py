@@ -3,8 +3,8 @@
 :func:`check_allocation`: the inputs, embeddings and rotary tables the probe's forward
 holds for a scenario, refused when they exceed this machine's memory.
 
-:func:`shortened` and :func:`expand`: a deep config's layer pattern, probed once and
-repeated.
+:func:`cut` and :meth:`LayerPlan.expand`: a deep config's layer pattern, probed once
+and repeated.
 
 The probe runs one forward, a layer at a time; a config of 10**6 layers would take
 hours and memory in proportion. The probe's answer for a layer depends on what the
@@ -21,18 +21,25 @@ import itertools
 import math
 import os
 from collections.abc import Sequence
-from typing import Final, cast, final
+from typing import TYPE_CHECKING, Final, cast, final
 
 import attrs
-import torch  # first: without torch, torch is the package named missing
-from transformers import PretrainedConfig
 
 from probewise.errors import InvalidInputError, UnsupportedModelError
-from probewise.throughput.attention._config import head_dims, text_config_of
-from probewise.throughput.attention._recorder import RawCall, RecordedRun
-from probewise.throughput.attention._scenario import MaskScenario
+from probewise.throughput.attention._records import RawCall, RecordedRun
 
-__all__ = ["EXACT_LAYERS", "MAX_LAYERS", "PROBED_LAYERS", "Plan", "check_allocation", "plan"]
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
+
+__all__ = [
+    "EXACT_LAYERS",
+    "MAX_LAYERS",
+    "PROBED_LAYERS",
+    "LayerPlan",
+    "check_allocation",
+    "cut",
+    "shortened",
+]
 
 EXACT_LAYERS: Final = 256
 """Up to this many layers every layer is probed (more than any published model has)."""
@@ -116,10 +123,9 @@ def shortened(text: PretrainedConfig) -> tuple[PretrainedConfig, int, int]:
 
 @final
 @attrs.frozen(kw_only=True)
-class Plan:
-    """The config the probe runs, and how its calls stand for the stated layers."""
+class LayerPlan:
+    """How the probed layers stand for the layers the config states."""
 
-    config: PretrainedConfig
     layers: int = 0
     """The layers the config states (0: every layer is probed)."""
     probed: int = 0
@@ -127,41 +133,29 @@ class Plan:
 
     def expand(self, run: RecordedRun) -> RecordedRun:
         """``run`` with the last probed period's calls repeated up to :attr:`layers`."""
-        return _expand(run, probed=self.probed, layers=self.layers, period=self.period)
+        if not self.period:
+            return run
+        probed, period = self.probed, self.period
+        last: dict[int, list[RawCall]] = {}
+        for call in run.calls:
+            if call.layer_index >= probed - period:
+                last.setdefault(call.layer_index % period, []).append(call)
+        calls = list(run.calls)
+        for index in range(probed, self.layers):
+            calls.extend(
+                attrs.evolve(call, layer_index=index) for call in last.get(index % period, ())
+            )
+        return attrs.evolve(run, calls=tuple(calls))
 
 
-def plan(config: PretrainedConfig, scenario: MaskScenario, dtype: str) -> Plan:
-    """Check the scenario's allocation and cut a deep config to its pattern."""
-    text = text_config_of(config)
-    heads = getattr(text, "num_attention_heads", 1)
-    hidden = getattr(text, "hidden_size", 1)
-    heads = heads if isinstance(heads, int) and heads > 0 else 1
-    hidden = hidden if isinstance(hidden, int) and hidden > 0 else 1
-    check_allocation(
-        batch=scenario.batch,
-        seq_len=scenario.seq_len,
-        hidden=hidden,
-        head_dim=max(head_dims(text.to_dict(), hidden, heads)),
-        itemsize=cast("torch.dtype", getattr(torch, dtype)).itemsize,
-    )
+def cut(text: PretrainedConfig) -> tuple[PretrainedConfig, LayerPlan]:
+    """The config the probe runs (``text``, or whole periods of its layer pattern) and
+    how its layers stand for the ones ``text`` states."""
     short, layers, period = shortened(text)
     if not period:
-        return Plan(config=config)
+        return text, LayerPlan()
     probed = cast("int", getattr(short, "num_hidden_layers"))  # noqa: B009
-    return Plan(config=short, layers=layers, probed=probed, period=period)
-
-
-def _expand(run: RecordedRun, *, probed: int, layers: int, period: int) -> RecordedRun:
-    if not period:
-        return run
-    last: dict[int, list[RawCall]] = {}
-    for call in run.calls:
-        if call.layer_index >= probed - period:
-            last.setdefault(call.layer_index % period, []).append(call)
-    calls = list(run.calls)
-    for index in range(probed, layers):
-        calls.extend(attrs.evolve(call, layer_index=index) for call in last.get(index % period, ()))
-    return attrs.evolve(run, calls=tuple(calls))
+    return short, LayerPlan(layers=layers, probed=probed, period=period)
 
 
 def _memory() -> int | None:

@@ -1,7 +1,15 @@
-"""A transformers config for the mask probe: loaded from a file, a dict or an object,
-checked, and shrunk in width for the probe's model (see :mod:`._recorder`).
+"""The mask probe's config, resolved once: from a bundled name, a ``config.json`` (or
+its folder), a dict or a ``PretrainedConfig`` to one :class:`ResolvedConfig`, which
+holds everything the recorder (:mod:`._recorder`) needs and nothing it must look up
+again: the text config's family and model class, the attention implementation that
+runs, the head dims the config states, its per-layer types, the layers probed for a
+deep config (:mod:`._bounds`), and the config shrunk in width for the probe's model.
 
-Imports transformers: imported only when :func:`~probewise.throughput.probe_masks` runs.
+Every refusal of the config is raised here, before a model is built: a config
+transformers refuses, a scenario past this machine's memory, a deep config whose
+layers do not repeat, an implementation the model does not support.
+
+Imports torch and transformers: imported only when :func:`~probewise.throughput.probe_masks` runs.
 """
 
 from __future__ import annotations
@@ -11,32 +19,153 @@ import json
 import logging
 from collections.abc import Generator, Mapping
 from pathlib import Path
-from typing import cast
+from typing import cast, final
 
+import attrs
+import torch
 import transformers
 from transformers import AutoConfig, PretrainedConfig
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from probewise._files import read_regular_file
 from probewise.errors import InvalidInputError, UnsupportedModelError
+from probewise.throughput.attention import _bounds
+from probewise.throughput.attention._bundled import bundled_config
+from probewise.throughput.attention._scenario import AttentionKind, MaskScenario, attention_kind
 
-__all__ = [
-    "build_error",
-    "head_dims",
-    "load_config",
-    "quiet_transformers",
-    "shrunk_config",
-    "text_config_of",
-]
+__all__ = ["ConfigSource", "ResolvedConfig", "quiet_transformers", "resolve"]
+
+ConfigSource = PretrainedConfig | str | Path | Mapping[str, object]
+"""What :func:`~probewise.throughput.probe_masks` takes as a config."""
 
 _SHRUNK_INTERMEDIATE = 8
 _SHRUNK_PER_LAYER_INPUT = 4
 
 
-def load_config(config: PretrainedConfig | str | Path | Mapping[str, object]) -> PretrainedConfig:
-    """A transformers config from a config object, a ``config.json`` (or its folder), or a dict."""
+@final
+@attrs.frozen(kw_only=True)
+class ResolvedConfig:
+    """A config the probe can run on a scenario, with what the recorder needs of it."""
+
+    model_type: str
+    """The text config's ``model_type``."""
+    text: PretrainedConfig
+    """The text config (of a multimodal config, its decoder's), cut to :attr:`layers`."""
+    model_class: type[object]
+    """transformers' base model class for it."""
+    implementation: str
+    """The attention implementation that runs (the scenario's, or the one the config
+    would load)."""
+    head_dims: frozenset[int]
+    """The head dims the config states (any ``*head_dim`` field, else hidden size over
+    heads)."""
+    layer_types: tuple[str, ...]
+    """The config's ``layer_types`` (empty when it has none)."""
+    sliding_window: int | None
+    """The config's model-wide ``sliding_window`` (used when it has no ``layer_types``)."""
+    chunk_size: int | None
+    """The config's ``attention_chunk_size`` (of its ``"chunked_attention"`` layers)."""
+    num_layers: int
+    """The layers the probe's model has (:attr:`layers` says what they stand for)."""
+    layers: _bounds.LayerPlan
+    """How the probed layers stand for the layers the config states."""
+    narrow: PretrainedConfig | None
+    """:attr:`text` at a tiny width and hidden size, head dims set explicitly (not
+    every family reads them: the recorder checks); ``None`` where it cannot be shrunk so."""
+    wide: PretrainedConfig | UnsupportedModelError
+    """:attr:`text` at a tiny width but its own hidden size, which the recorder runs when
+    the narrow model fails or derives another head dim; or why it cannot be shrunk
+    (raised only then)."""
+
+    @property
+    def kind(self) -> AttentionKind:
+        """The implementation's family."""
+        return attention_kind(self.implementation)
+
+    def build_error(self, error: Exception) -> InvalidInputError:
+        """Why transformers could not build the model, naming the config field when it is
+        one the probe can tell (an unknown rope type)."""
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+        known = {"default", *ROPE_INIT_FUNCTIONS}
+        for where, value in _rope_types(self.text.to_dict()):
+            if value not in known:
+                return InvalidInputError(
+                    f"{where} {value!r} is not a rope type transformers "
+                    f"{transformers.__version__} knows ({', '.join(sorted(known))})"
+                )
+        return UnsupportedModelError(
+            f"transformers {transformers.__version__} could not build {type(self.text).__name__}'s "
+            f"model for the probe: {_one_line(error)}"
+        )
+
+
+def resolve(config: ConfigSource, scenario: MaskScenario, dtype: str) -> ResolvedConfig:
+    """``config`` loaded, checked against ``scenario`` in ``dtype`` (before anything is
+    allocated), cut to its layer pattern, its implementation chosen and checked, and
+    shrunk for the probe's model."""
+    text = _text_config(load_config(config))
+    _check_allocation(text, scenario, dtype)
+    text, layers = _bounds.cut(text)
+    model_class = cast("type[object] | None", MODEL_MAPPING.get(type(text), None))
+    if model_class is None:
+        raise UnsupportedModelError(
+            f"transformers {transformers.__version__} has no base model for {type(text).__name__}"
+        )
+    implementation = _implementation(text, model_class, scenario.attn_implementation)
+    _check_supported(text, model_class, implementation)
+    heads = int(getattr(text, "num_attention_heads", 1) or 1)
+    hidden = int(getattr(text, "hidden_size", heads) or heads)
+    chunk: object = getattr(text, "attention_chunk_size", None)
+    window: object = getattr(text, "sliding_window", None)
+    with quiet_transformers():
+        try:
+            narrow: PretrainedConfig | None = _shrunk(text, narrow=True)
+        except UnsupportedModelError:
+            narrow = None
+        try:
+            wide: PretrainedConfig | UnsupportedModelError = _shrunk(text, narrow=False)
+        except UnsupportedModelError as error:
+            wide = error
+    return ResolvedConfig(
+        model_type=str(text.model_type),
+        text=text,
+        model_class=model_class,
+        implementation=implementation,
+        head_dims=_head_dims(text.to_dict(), hidden, heads),
+        layer_types=tuple(str(t) for t in getattr(text, "layer_types", None) or ()),
+        sliding_window=window if isinstance(window, int) else None,
+        chunk_size=chunk if isinstance(chunk, int) and not isinstance(chunk, bool) else None,
+        num_layers=int(getattr(text, "num_hidden_layers", 0)),
+        layers=layers,
+        narrow=narrow,
+        wide=wide,
+    )
+
+
+def _check_allocation(text: PretrainedConfig, scenario: MaskScenario, dtype: str) -> None:
+    heads = getattr(text, "num_attention_heads", 1)
+    hidden = getattr(text, "hidden_size", 1)
+    heads = heads if isinstance(heads, int) and heads > 0 else 1
+    hidden = hidden if isinstance(hidden, int) and hidden > 0 else 1
+    _bounds.check_allocation(
+        batch=scenario.batch,
+        seq_len=scenario.seq_len,
+        hidden=hidden,
+        head_dim=max(_head_dims(text.to_dict(), hidden, heads)),
+        itemsize=cast("torch.dtype", getattr(torch, dtype)).itemsize,
+    )
+
+
+def load_config(config: ConfigSource) -> PretrainedConfig:
+    """A transformers config from a config object, a bundled config's name, a
+    ``config.json`` (or its folder), or a dict."""
     if isinstance(config, PretrainedConfig):
         return config
+    bundled = bundled_config(config) if isinstance(config, str) else None
+    if bundled is not None:
+        return _from_dict(bundled, "the config mapping")  # as if the caller passed its dict
     if isinstance(config, (str, Path)):
         path = Path(config)
         if path.is_dir():
@@ -137,25 +266,7 @@ def _rope_types(data: object, path: str = "") -> list[tuple[str, str]]:
     return found
 
 
-def build_error(error: Exception, config: PretrainedConfig) -> InvalidInputError:
-    """Why transformers could not build the model, naming the config field when it is
-    one the probe can tell (an unknown rope type)."""
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-
-    known = {"default", *ROPE_INIT_FUNCTIONS}
-    for where, value in _rope_types(config.to_dict()):
-        if value not in known:
-            return InvalidInputError(
-                f"{where} {value!r} is not a rope type transformers {transformers.__version__} "
-                f"knows ({', '.join(sorted(known))})"
-            )
-    return UnsupportedModelError(
-        f"transformers {transformers.__version__} could not build {type(config).__name__}'s "
-        f"model for the probe: {_one_line(error)}"
-    )
-
-
-def text_config_of(config: PretrainedConfig) -> PretrainedConfig:
+def _text_config(config: PretrainedConfig) -> PretrainedConfig:
     """The decoder's own config (a multimodal config's text part)."""
     return config.get_text_config()  # pyright: ignore[reportUnknownMemberType]
 
@@ -171,7 +282,7 @@ def _token_ids(config: PretrainedConfig) -> list[int]:
     return ids
 
 
-def head_dims(data: Mapping[str, object], hidden: int, heads: int) -> frozenset[int]:
+def _head_dims(data: Mapping[str, object], hidden: int, heads: int) -> frozenset[int]:
     """Every head dim the config states (any ``*head_dim`` field, at any depth, e.g.
     Gemma 4's per-layer overrides), or ``hidden // heads`` when it states none."""
     found: set[int] = set()
@@ -190,10 +301,10 @@ def head_dims(data: Mapping[str, object], hidden: int, heads: int) -> frozenset[
     return frozenset(found or {hidden // heads})
 
 
-def shrunk_config(config: PretrainedConfig, *, narrow: bool) -> PretrainedConfig:
+def _shrunk(config: PretrainedConfig, *, narrow: bool) -> PretrainedConfig:
     """The same layer pattern, heads and head dims at a tiny intermediate size and
     vocabulary; with ``narrow``, a tiny hidden size too (head dims are then set
-    explicitly, which not every family reads: :func:`._recorder.record_sdpa_calls` checks)."""
+    explicitly, which not every family reads: the recorder checks)."""
     # Head dims are read from the dict: configs with per-layer overrides (Gemma4)
     # refuse getattr of a per-layer field such as head_dim.
     data = config.to_dict()
@@ -227,6 +338,55 @@ def shrunk_config(config: PretrainedConfig, *, narrow: bool) -> PretrainedConfig
         raise UnsupportedModelError(
             f"cannot shrink {type(config).__name__} for the probe: {_one_line(error)}"
         ) from None
+
+
+_SUPPORT_FLAGS = {
+    AttentionKind.SDPA: "_supports_sdpa",
+    AttentionKind.FLEX: "_supports_flex_attn",
+    AttentionKind.FLASH: "_supports_flash_attn",
+}
+
+
+def _implementation(
+    text: PretrainedConfig, model_class: type[object], requested: str | None
+) -> str:
+    """The implementation the model would load: ``requested``, else the config's own
+    ``attn_implementation``, else transformers' default (``get_correct_attn_
+    implementation``: SDPA where the class supports it, eager where it does not)."""
+    if requested is not None:
+        return requested
+    own: object = getattr(text, "_attn_implementation", None)
+    if isinstance(own, str) and own:
+        attention_kind(own)  # a name transformers would refuse is refused here too
+        return own
+    return "sdpa" if getattr(model_class, "_supports_sdpa", False) else "eager"
+
+
+def _check_supported(text: PretrainedConfig, model_class: type[object], name: str) -> None:
+    """Refuse an implementation the model class does not support, with transformers'
+    own reason (read by asking it to build the shrunk model on the meta device)."""
+    kind = attention_kind(name)
+    if kind is AttentionKind.EAGER or getattr(model_class, _SUPPORT_FLAGS[kind], False):
+        return
+    raise UnsupportedModelError(
+        f"{getattr(model_class, '__name__', model_class)} does not support "
+        f"attn_implementation={name!r} in transformers {transformers.__version__} "
+        f"(model_type {text.model_type!r}){_refusal(text, name)}"
+    )
+
+
+def _refusal(text: PretrainedConfig, name: str) -> str:
+    """transformers' own reason for refusing ``name``, read by asking it to build the
+    (shrunk, meta-device) model: ``": transformers says ..."``, or empty."""
+    try:
+        shrunk = _shrunk(text, narrow=True)
+        with quiet_transformers(), torch.device("meta"):
+            transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
+                shrunk, attn_implementation=name
+            )
+    except Exception as error:  # any refusal: only its text is wanted
+        return f": transformers says {str(error).split('. ')[0]!r}"
+    return ""
 
 
 @contextlib.contextmanager

@@ -20,8 +20,10 @@ what differs is the mask builder it hands that function to
 
 For every implementation but SDPA the probe stands in for the attention function
 itself: while the forward runs, the implementation's name is registered in
-transformers' ``AttentionInterface`` with :func:`attention_recorder`, which keeps
-the call (and the flash kernel call) and returns an empty output.
+transformers' ``AttentionInterface`` with the recorder's ``attend`` (:mod:`._calls`),
+which keeps the call (and the flash kernel call) and returns an empty output. Which
+implementation runs, and whether the model supports it, is settled with the config
+(:mod:`._config`).
 """
 
 from __future__ import annotations
@@ -34,26 +36,15 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
-import transformers
 from transformers import masking_utils
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-from probewise.errors import UnsupportedModelError
-from probewise.throughput.attention._config import quiet_transformers, shrunk_config
 from probewise.throughput.attention._scenario import AttentionKind, attention_kind
 
 if TYPE_CHECKING:
-    from transformers import PretrainedConfig
-
     from probewise.throughput.attention._stand_ins import StandIn
 
-__all__ = [
-    "attention_interface",
-    "check_supported",
-    "mask_builders",
-    "masking",
-    "resolve_implementation",
-]
+__all__ = ["attention_interface", "mask_builders", "masking"]
 
 
 def masking(name: str) -> Callable[..., object]:
@@ -188,52 +179,3 @@ def mask_builders(
             yield
         finally:
             _register(interface, name, previous)
-
-
-_SUPPORT_FLAGS = {
-    AttentionKind.SDPA: "_supports_sdpa",
-    AttentionKind.FLEX: "_supports_flex_attn",
-    AttentionKind.FLASH: "_supports_flash_attn",
-}
-
-
-def resolve_implementation(
-    text: PretrainedConfig, model_class: type[object], requested: str | None
-) -> str:
-    """The implementation the model would load: ``requested``, else the config's own
-    ``attn_implementation``, else transformers' default (``get_correct_attn_
-    implementation``: SDPA where the class supports it, eager where it does not)."""
-    if requested is not None:
-        return requested
-    own: object = getattr(text, "_attn_implementation", None)
-    if isinstance(own, str) and own:
-        attention_kind(own)  # a name transformers would refuse is refused here too
-        return own
-    return "sdpa" if getattr(model_class, "_supports_sdpa", False) else "eager"
-
-
-def check_supported(text: PretrainedConfig, model_class: type[object], name: str) -> None:
-    """Refuse an implementation the model class does not support, with transformers'
-    own reason (read by asking it to build the shrunk model on the meta device)."""
-    kind = attention_kind(name)
-    if kind is AttentionKind.EAGER or getattr(model_class, _SUPPORT_FLAGS[kind], False):
-        return
-    raise UnsupportedModelError(
-        f"{getattr(model_class, '__name__', model_class)} does not support "
-        f"attn_implementation={name!r} in transformers {transformers.__version__} "
-        f"(model_type {text.model_type!r}){_refusal(text, name)}"
-    )
-
-
-def _refusal(text: PretrainedConfig, name: str) -> str:
-    """transformers' own reason for refusing ``name``, read by asking it to build the
-    (shrunk, meta-device) model: ``": transformers says ..."``, or empty."""
-    try:
-        shrunk = shrunk_config(text, narrow=True)
-        with quiet_transformers(), torch.device("meta"):
-            transformers.AutoModel.from_config(  # type: ignore[no-untyped-call]
-                shrunk, attn_implementation=name
-            )
-    except Exception as error:  # any refusal: only its text is wanted
-        return f": transformers says {str(error).split('. ')[0]!r}"
-    return ""

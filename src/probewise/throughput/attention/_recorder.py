@@ -1,11 +1,13 @@
-"""Runs a transformers model built from a config and records every SDPA call it makes.
+"""Runs the model of a resolved config and records every SDPA call it makes.
 
-This is the only module of the mask probe that imports torch and transformers. The
-model is the real transformers class for the config with ``attn_implementation=
-"sdpa"``, built on the meta device and shrunk in width only (intermediate sizes,
-vocabulary and, where the family reads an explicit head dim, the hidden size); the
-number of layers, the layer-type pattern, the sliding window, the head counts and
-the head dims are the config's own.
+The recording stage of the mask probe: it takes a :class:`._config.ResolvedConfig`
+(everything about the config is settled there) and returns plain records
+(:mod:`._records`). The model is the real transformers class for the config with
+``attn_implementation="sdpa"`` (or the implementation resolved), built on the meta
+device from the config shrunk in width only (intermediate sizes, vocabulary and,
+where the family reads an explicit head dim, the hidden size); the number of layers,
+the layer-type pattern, the sliding window, the head counts and the head dims are
+the config's own.
 
 What runs for real, on CPU: the embeddings, the rotary tables and transformers' own
 mask construction (``masking_utils``: which mask each layer gets, composed from which
@@ -22,18 +24,16 @@ projections cost nothing at any width or length. A pre-hook moves each layer's
 inputs to the meta device except its attention mask (the 4-D tensor transformers
 built), and ``torch.nn.functional.scaled_dot_product_attention`` is replaced for the
 duration of the forward by a recorder that keeps the call's arguments and returns
-an empty tensor of the output's shape. Everything between the mask builder and the
+an empty tensor of the output's shape (:mod:`._calls`). Everything between the mask builder and the
 SDPA call (``sdpa_attention_forward``: the GQA decision, ``repeat_kv``, the
 ``is_causal`` rule) is transformers' own code, unmodified.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import sys
-import threading
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from typing import cast, final
 
 import attrs
@@ -42,85 +42,20 @@ import numpy.typing as npt
 import torch
 import transformers
 from transformers import PretrainedConfig
-from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from probewise._progress import ProgressBar, progress_bar
 from probewise.errors import UnsupportedModelError
 from probewise.throughput.attention._band import RowIntervals
-from probewise.throughput.attention._config import (
-    build_error,
-    head_dims,
-    quiet_transformers,
-    shrunk_config,
-    text_config_of,
-)
-from probewise.throughput.attention._implementations import (
-    check_supported,
-    resolve_implementation,
-)
-from probewise.throughput.attention._paths import FlashCall
-from probewise.throughput.attention._scenario import AttentionKind, attention_kind
-from probewise.throughput.attention._stand_ins import (
-    StandIn,
-    stand_in_for,
-    structured_masks,
-    structured_sdpa_mask,
-)
+from probewise.throughput.attention._calls import CallRecorder, recording
+from probewise.throughput.attention._config import ResolvedConfig, quiet_transformers
+from probewise.throughput.attention._records import RecordedRun
+from probewise.throughput.attention._scenario import AttentionKind, MaskScenario, scenario_inputs
+from probewise.throughput.attention._stand_ins import StandIn, stand_in_for
 
-__all__ = ["RawCall", "RecordedRun", "StandIn", "record_sdpa_calls", "stand_in_for"]
+__all__ = ["PROGRESS_DELAY_S", "record_calls"]
 
-_SDPA_LOCK = threading.Lock()
 PROGRESS_DELAY_S = 2.0
 """Seconds of work before the progress bar appears (when asked for)."""
-
-
-@final
-@attrs.frozen(kw_only=True)
-class RawCall:
-    """One recorded SDPA call, as plain numbers (internal)."""
-
-    layer_index: int
-    layer_type: str
-    sliding_window: int | None
-    chunk_size: int | None
-    """The layer's ``attention_chunk_size`` when it is a ``"chunked_attention"`` layer."""
-    kv_groups: int
-    query_shape: tuple[int, int, int, int]
-    key_shape: tuple[int, int, int, int]
-    value_shape: tuple[int, int, int, int]
-    dtype: str
-    mask_id: int | None
-    mask_dtype_bool: bool
-    mask_shape: tuple[int, ...] | None
-    is_causal: bool
-    dropout: float
-    enable_gqa: bool
-    softcap: float | None = None
-    """The logit soft-capping the layer passed to its attention function, if any."""
-    sinks: bool = False
-    """The layer has attention sinks (``s_aux``)."""
-    flash: FlashCall | None = None
-    """For a flash implementation: the kernel call transformers' flash helpers made."""
-
-
-@final
-@attrs.frozen(kw_only=True)
-class RecordedRun:
-    """The calls of one forward, with each distinct mask read as a boolean array."""
-
-    model_type: str
-    architecture: str
-    calls: tuple[RawCall, ...]
-    masks: Mapping[int, npt.NDArray[np.bool_] | RowIntervals]
-    """``mask_id`` -> ``allowed[b, q, k]`` (heads collapsed when they agree), dense or
-    as row intervals."""
-    mask_bytes: Mapping[int, int]
-    heads_differ: frozenset[int]
-    """Mask ids whose heads carry different masks (read from head 0)."""
-    kv_cache: bool
-    """Whether the forward returned a KV cache (``use_cache`` was in effect)."""
-    attn_implementation: str = "sdpa"
-    """The attention implementation that ran (resolved from the config's when not given)."""
 
 
 def _decoder_layers(model: torch.nn.Module, num_layers: int) -> torch.nn.ModuleList:
@@ -170,23 +105,6 @@ def _layer_post_hook(_module: torch.nn.Module, _args: tuple[object, ...], output
     return _from_meta(output)
 
 
-@contextlib.contextmanager
-def _recording_sdpa(
-    record: Callable[..., torch.Tensor], original_out: list[Callable[..., torch.Tensor]]
-) -> Generator[None]:
-    """Swap ``record`` in for SDPA (``original_out`` receives the real one, which
-    ``record`` hands every call that is not the probe's own)."""
-    functional = torch.nn.functional
-    with _SDPA_LOCK:
-        original = functional.scaled_dot_product_attention
-        original_out.append(original)
-        functional.scaled_dot_product_attention = record
-        try:
-            yield
-        finally:
-            functional.scaled_dot_product_attention = original
-
-
 class _StandInEscaped(Exception):
     """A mask reached SDPA that is not one of the stand-ins the probe handed out."""
 
@@ -210,22 +128,16 @@ def _allowed(mask: torch.Tensor) -> tuple[npt.NDArray[np.bool_], bool]:
     return cast("npt.NDArray[np.bool_]", head0.numpy()), differ
 
 
-def record_sdpa_calls(
-    config: PretrainedConfig,
+def record_calls(
+    resolved: ResolvedConfig,
+    scenario: MaskScenario,
     *,
     dtype: str,
-    input_ids: npt.NDArray[np.int64],
-    attention_mask: npt.NDArray[np.int64] | None,
-    position_ids: npt.NDArray[np.int64] | None,
-    training: bool,
-    use_cache: bool | None = None,
-    gradient_checkpointing: bool = False,
     progress: bool = False,
     dense_masks: bool = False,
-    attn_implementation: str | None = None,
 ) -> RecordedRun:
-    """Build the shrunk model for ``config`` and run one forward, recording SDPA calls
-    (or, under another ``attn_implementation``, its attention calls: see
+    """Build the shrunk model of ``resolved`` and run one forward of ``scenario``,
+    recording SDPA calls (or, under another implementation, its attention calls: see
     :mod:`probewise.throughput.attention._implementations`).
 
     The forward is the one a caller runs: ``model.train(training)`` with gradients on
@@ -246,38 +158,30 @@ def record_sdpa_calls(
     against). Either way each mask's bytes are those transformers' own ``sdpa_mask``
     allocates for it.
     """
-    text = text_config_of(config)
-    model_class = cast(
-        "type[object] | None",
-        MODEL_MAPPING.get(type(text), None),
-    )
-    if model_class is None:
-        raise UnsupportedModelError(
-            f"transformers {transformers.__version__} has no base model for {type(text).__name__}"
-        )
-    implementation = resolve_implementation(text, model_class, attn_implementation)
-    check_supported(text, model_class, implementation)
-    heads = int(getattr(text, "num_attention_heads", 1) or 1)
-    stated = head_dims(text.to_dict(), int(getattr(text, "hidden_size", heads) or heads), heads)
-    inputs = (input_ids, attention_mask, position_ids)
     forward = _Forward(
-        training=training,
-        use_cache=use_cache,
-        gradient_checkpointing=gradient_checkpointing,
+        inputs=scenario_inputs(scenario),
+        dtype=cast("torch.dtype", getattr(torch, dtype)),
+        training=scenario.training,
+        use_cache=scenario.use_cache,
+        gradient_checkpointing=scenario.gradient_checkpointing,
         progress=progress,
         dense_masks=dense_masks,
-        implementation=implementation,
     )
     with quiet_transformers():
-        try:
-            run = _run_once(shrunk_config(text, narrow=True), text, dtype, inputs, forward)
-        except _Refused:
-            raise
-        except UnsupportedModelError:
-            run = None
-        if run is None or not {c.query_shape[3] for c in run.calls} <= stated:
-            run = _run_once(shrunk_config(text, narrow=False), text, dtype, inputs, forward)
+        run = None
+        if resolved.narrow is not None:
+            try:
+                run = _run_once(resolved.narrow, resolved, forward)
+            except _Refused:
+                raise
+            except UnsupportedModelError:
+                run = None
+        if run is None or not {c.query_shape[3] for c in run.calls} <= resolved.head_dims:
+            if isinstance(resolved.wide, UnsupportedModelError):
+                raise resolved.wide from None
+            run = _run_once(resolved.wide, resolved, forward)
     if not run.calls:
+        implementation = resolved.implementation
         sdpa = implementation == "sdpa"
         called = "scaled_dot_product_attention" if sdpa else f"{implementation} attention"
         route = "SDPA" if sdpa else implementation
@@ -293,21 +197,17 @@ _Inputs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None, npt.NDArray
 
 
 @final
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False)
 class _Forward:
-    """The flags of the forward the caller runs (internal)."""
+    """The forward the caller runs: its inputs, dtype and flags (internal)."""
 
+    inputs: _Inputs
+    dtype: torch.dtype
     training: bool
     use_cache: bool | None
     gradient_checkpointing: bool
     progress: bool
     dense_masks: bool
-    implementation: str = "sdpa"
-
-    @property
-    def kind(self) -> AttentionKind:
-        """The implementation's family."""
-        return attention_kind(self.implementation)
 
 
 class _Refused(UnsupportedModelError):
@@ -344,20 +244,12 @@ def _returned_cache(output: object) -> bool:
     return False
 
 
-def _run_once(
-    shrunk: PretrainedConfig,
-    text: PretrainedConfig,
-    dtype: str,
-    inputs: _Inputs,
-    forward: _Forward,
-) -> RecordedRun:
-    num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
-    torch_dtype = cast("torch.dtype", getattr(torch, dtype))
+def _run_once(shrunk: PretrainedConfig, resolved: ResolvedConfig, forward: _Forward) -> RecordedRun:
     # Shown only once the work passes PROGRESS_DELAY_S (thousands of layers take
     # minutes); created before the model is built, so the build counts towards it.
     bar = progress_bar(
-        total=num_layers,
-        desc=f"mask probe ({text.model_type})",
+        total=resolved.num_layers,
+        desc=f"mask probe ({resolved.model_type})",
         unit="layer",
         delay=PROGRESS_DELAY_S,
         file=sys.stderr,
@@ -367,22 +259,22 @@ def _run_once(
     with bar:
         if not forward.dense_masks:
             try:
-                return _build_and_run(shrunk, text, torch_dtype, inputs, forward, bar=bar)
+                return _build_and_run(shrunk, resolved, forward, bar=bar)
             except _StandInEscaped:
                 bar.reset()  # a mask SDPA got is not one the probe handed out: read dense
-        return _build_and_run(shrunk, text, torch_dtype, inputs, forward, bar=bar, structured=False)
+        return _build_and_run(shrunk, resolved, forward, bar=bar, structured=False)
 
 
 def _build_model(
-    shrunk: PretrainedConfig, text: PretrainedConfig, torch_dtype: torch.dtype, implementation: str
+    shrunk: PretrainedConfig, resolved: ResolvedConfig, torch_dtype: torch.dtype
 ) -> tuple[torch.nn.Module, torch.nn.ModuleList]:
     """The model on the meta device and its decoder layers; everything but the layers
     is moved to the CPU and initialised (the embeddings, rotary tables and norms run
     for real). A flash implementation cannot load without its kernels: the model is
     built eager and then switched to it (``config._attn_implementation``), so that
     transformers routes the forward as it would with the kernels installed."""
-    num_layers = int(getattr(shrunk, "num_hidden_layers", 0))
-    flash = attention_kind(implementation) is AttentionKind.FLASH
+    implementation = resolved.implementation
+    flash = resolved.kind is AttentionKind.FLASH
     try:
         with torch.device("meta"):
             model = cast(
@@ -397,8 +289,8 @@ def _build_model(
             config = cast("PretrainedConfig", getattr(model, "config"))  # noqa: B009
             config._attn_implementation = implementation  # pyright: ignore[reportPrivateUsage]
     except Exception as error:  # whatever the config made transformers raise
-        raise build_error(error, text) from None
-    layers = _decoder_layers(model, num_layers)
+        raise resolved.build_error(error) from None
+    layers = _decoder_layers(model, resolved.num_layers)
     # transformers' initialiser of one module has no public name (``init_weights``
     # initialises the whole model, meta-device layers included).
     init_weights = cast(
@@ -447,212 +339,18 @@ def _hook_layers(
     return handles
 
 
-class _Recorder:
-    """What stands in for SDPA during the probe's forward: :meth:`record` keeps each
-    call an attention module of this thread makes (and each distinct mask it passes)
-    and returns an empty output; any other call goes to the real SDPA."""
-
-    def __init__(
-        self, shrunk: PretrainedConfig, current: list[torch.nn.Module], implementation: str
-    ) -> None:
-        self.current = current
-        self.implementation = implementation
-        self.flash_calls: list[dict[str, object]] = []
-        """What the stand-in flash kernels were called with (:mod:`._flash`)."""
-        self.calls: list[RawCall] = []
-        self.kept: dict[int, torch.Tensor] = {}
-        """``mask_id`` -> the mask tensor SDPA got."""
-        self.original: list[Callable[..., torch.Tensor]] = []
-        """The real SDPA, once :func:`_recording_sdpa` has swapped :meth:`record` in."""
-        self.thread = threading.get_ident()
-        self.mask_ids: dict[tuple[object, ...], int] = {}
-        self.layer_types: list[object] = list(getattr(shrunk, "layer_types", None) or [])
-        self.model_window: object = getattr(shrunk, "sliding_window", None)
-        chunk: object = getattr(shrunk, "attention_chunk_size", None)
-        self.chunk_size = chunk if isinstance(chunk, int) and not isinstance(chunk, bool) else None
-
-    def record(  # noqa: PLR0917  (torch's own signature)
-        self,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        attn_mask: torch.Tensor | None = None,
-        dropout_p: float = 0.0,
-        is_causal: bool = False,
-        scale: float | None = None,
-        enable_gqa: bool = False,
-    ) -> torch.Tensor:
-        if threading.get_ident() != self.thread or not self.current:
-            # Another thread's call, or one outside an attention module: not ours.
-            return self.original[0](
-                query,
-                key,
-                value,
-                attn_mask=attn_mask,
-                dropout_p=dropout_p,
-                is_causal=is_causal,
-                scale=scale,
-                enable_gqa=enable_gqa,
-            )
-        self.calls.append(
-            self.raw_call(
-                self.current[-1],
-                (query, key, value),
-                attn_mask,
-                is_causal=bool(is_causal),
-                dropout=float(dropout_p),
-                enable_gqa=bool(enable_gqa),
-            )
-        )
-        out_shape = (*query.shape[:-1], value.shape[-1])
-        return torch.empty(out_shape, dtype=query.dtype, device=query.device)
-
-    def attend(  # noqa: PLR0917  (transformers' attention-function signature)
-        self,
-        module: torch.nn.Module,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        attention_mask: object,
-        dropout: float = 0.0,
-        scaling: float | None = None,
-        **kwargs: object,
-    ) -> tuple[torch.Tensor, None]:
-        """The attention function, for an implementation other than SDPA: keeps the
-        call (the mask it got, the flash kernel call) and returns an empty output."""
-        del scaling
-        kind = attention_kind(self.implementation)
-        mask = attention_mask if isinstance(attention_mask, torch.Tensor) else None
-        flash = None
-        if kind is AttentionKind.FLASH:
-            from probewise.throughput.attention._flash import flash_call
-
-            flash = flash_call(module, query, mask, kwargs, self.flash_calls)
-            mask = None  # the 2-D padding mask: the kernel call says what it did
-        elif mask is not None and mask.ndim != 4:
-            raise UnsupportedModelError(f"a {mask.ndim}-D attention mask reached {kind.value}")
-        softcap = kwargs.get("softcap")
-        self.calls.append(
-            self.raw_call(
-                module,
-                (query, key, value),
-                mask,
-                is_causal=flash.causal if flash is not None else False,
-                dropout=float(dropout),
-                enable_gqa=kind is not AttentionKind.EAGER,
-                softcap=float(softcap) if isinstance(softcap, int | float) and softcap else None,
-                sinks=kwargs.get("s_aux") is not None,
-                flash=flash,
-            )
-        )
-        batch, heads, length, _ = query.shape
-        out = torch.empty(
-            (batch, length, heads, value.shape[-1]), dtype=query.dtype, device=query.device
-        )
-        return out, None
-
-    def raw_call(
-        self,
-        module: torch.nn.Module,
-        qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-        mask: torch.Tensor | None,
-        **flags: object,
-    ) -> RawCall:
-        """One call of ``module`` as a :class:`RawCall` (``flags``: the call's own)."""
-        query, key, value = qkv
-        layer_type, window = self.layer_type(module)
-        return RawCall(
-            layer_index=int(getattr(module, "layer_idx", -1)),
-            layer_type=layer_type,
-            sliding_window=window,
-            chunk_size=self.chunk_size if layer_type == "chunked_attention" else None,
-            kv_groups=int(getattr(module, "num_key_value_groups", 1) or 1),
-            query_shape=_shape4(query),
-            key_shape=_shape4(key),
-            value_shape=_shape4(value),
-            dtype=str(query.dtype).removeprefix("torch."),
-            mask_id=None if mask is None else self.mask_id(mask),
-            mask_dtype_bool=mask is not None and mask.dtype == torch.bool,
-            mask_shape=None if mask is None else tuple(int(s) for s in mask.shape),
-            **flags,  # type: ignore[arg-type]
-        )
-
-    def layer_type(self, module: torch.nn.Module) -> tuple[str, int | None]:
-        """The attention module's layer type and sliding window (``None``: none)."""
-        index = int(getattr(module, "layer_idx", -1))
-        layer_type: object = getattr(module, "layer_type", None)
-        window: object = getattr(module, "sliding_window", None)
-        if not isinstance(layer_type, str):
-            if 0 <= index < len(self.layer_types):
-                layer_type = self.layer_types[index]
-            elif isinstance(self.model_window, int):
-                # One window for every layer (Mistral): no layer_types in the config.
-                layer_type, window = "sliding_attention", self.model_window
-            else:
-                layer_type = "full_attention"
-        return str(layer_type), window if isinstance(window, int) else None
-
-    def mask_id(self, attn_mask: torch.Tensor) -> int:
-        """The mask's id: one per distinct tensor (storage, shape, strides, dtype)."""
-        if attn_mask.is_meta:
-            raise UnsupportedModelError("the attention mask reached SDPA without values")
-        identity = (
-            attn_mask.data_ptr(),
-            tuple(attn_mask.shape),
-            attn_mask.stride(),
-            attn_mask.dtype,
-        )
-        mask_id = self.mask_ids.setdefault(identity, len(self.mask_ids))
-        self.kept.setdefault(mask_id, attn_mask)
-        return mask_id
-
-
-@contextlib.contextmanager
-def _recording(
-    recorder: _Recorder, implementation: str, stand_ins: dict[int, StandIn], *, structured: bool
-) -> Generator[None]:
-    """What stands in while the forward runs: for SDPA, the recorder as torch's SDPA and
-    stand-in masks; for the others, the recorder as the attention function and the
-    implementation's mask builder (:mod:`._implementations`), with stand-in flash
-    kernels for a flash one."""
-    if attention_kind(implementation) is AttentionKind.SDPA:
-        with (
-            _recording_sdpa(recorder.record, recorder.original),
-            structured_masks(stand_ins, enabled=structured),
-        ):
-            yield
-        return
-    from probewise.throughput.attention import _implementations
-    from probewise.throughput.attention._flash import stand_in_kernels
-
-    reader = (
-        structured_sdpa_mask(_implementations.masking("sdpa_mask"), stand_ins)
-        if structured
-        else None
-    )
-    with (
-        _implementations.attention_interface(implementation, recorder.attend),
-        _implementations.mask_builders(
-            implementation, structured=reader, stand_ins=stand_ins, stand_in_for=stand_in_for
-        ),
-        stand_in_kernels(implementation, recorder.flash_calls),
-    ):
-        yield
-
-
 def _forward(
     model: torch.nn.Module,
-    inputs: _Inputs,
     forward: _Forward,
     handles: list[torch.utils.hooks.RemovableHandle],
     *,
-    recorder: _Recorder,
+    recorder: CallRecorder,
     stand_ins: dict[int, StandIn],
     structured: bool,
 ) -> object:
-    """The caller's forward, with :meth:`_Recorder.record` as SDPA (and, when
+    """The caller's forward, with :meth:`CallRecorder.record` as SDPA (and, when
     ``structured``, stand-in masks); the hooks are removed after it."""
-    input_ids, attention_mask, position_ids = inputs
+    input_ids, attention_mask, position_ids = forward.inputs
     ids = torch.as_tensor(input_ids)
     mask = None if attention_mask is None else torch.as_tensor(attention_mask)
     positions = None if position_ids is None else torch.as_tensor(position_ids)
@@ -667,7 +365,7 @@ def _forward(
         # (merge_with_config_defaults, GradientCheckpointingLayer) read is_grad_enabled().
         with (
             torch.set_grad_enabled(forward.training),
-            _recording(recorder, forward.implementation, stand_ins, structured=structured),
+            recording(recorder, stand_ins, structured=structured),
         ):
             return cast(
                 "object",
@@ -711,44 +409,29 @@ def _read_masks(
 
 def _build_and_run(
     shrunk: PretrainedConfig,
-    text: PretrainedConfig,
-    torch_dtype: torch.dtype,
-    inputs: _Inputs,
+    resolved: ResolvedConfig,
     forward: _Forward,
     *,
     bar: ProgressBar,
     structured: bool = True,
 ) -> RecordedRun:
-    model, layers = _build_model(shrunk, text, torch_dtype, forward.implementation)
+    model, layers = _build_model(shrunk, resolved, forward.dtype)
     current: list[torch.nn.Module] = []
-    flash = forward.kind is AttentionKind.FLASH
+    flash = resolved.kind is AttentionKind.FLASH
     handles = _hook_layers(layers, current, bar, keep_positions=flash)
-    recorder = _Recorder(shrunk, current, forward.implementation)
+    recorder = CallRecorder(resolved, current)
     stand_ins: dict[int, StandIn] = {}
     output = _forward(
-        model,
-        inputs,
-        forward,
-        handles,
-        recorder=recorder,
-        stand_ins=stand_ins,
-        structured=structured,
+        model, forward, handles, recorder=recorder, stand_ins=stand_ins, structured=structured
     )
     masks, sizes, differ = _read_masks(recorder.kept, stand_ins)
     return RecordedRun(
-        model_type=str(text.model_type),
+        model_type=resolved.model_type,
         architecture=type(model).__name__,
         calls=tuple(recorder.calls),
         masks=masks,
         mask_bytes=sizes,
         heads_differ=differ,
         kv_cache=_returned_cache(output),
-        attn_implementation=forward.implementation,
+        attn_implementation=resolved.implementation,
     )
-
-
-def _shape4(tensor: torch.Tensor) -> tuple[int, int, int, int]:
-    if tensor.ndim != 4:
-        raise UnsupportedModelError(f"an SDPA input of {tensor.ndim} dims (expected 4)")
-    a, b, c, d = (int(s) for s in tensor.shape)
-    return a, b, c, d

@@ -18,14 +18,16 @@ query row (:mod:`probewise.throughput.attention._mask_function`), not from the d
 the probe's cost grows linearly with the sequence length while the bytes it reports
 (what transformers would allocate) grow with its square.
 
-torch and transformers are imported only when :func:`probe_masks` runs.
+One pass, each stage calling only the next one down: :mod:`._config` loads and
+resolves the config once (a :class:`._config.ResolvedConfig`), :mod:`._recorder`
+records the forward's calls as plain records (:mod:`._records`), and this module
+reads each recorded call and mask into the report. torch and transformers are
+imported only when :func:`probe_masks` runs.
 """
 
 from __future__ import annotations
 
 import enum
-import importlib.resources
-import json
 import operator
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -43,14 +45,17 @@ from probewise.errors import (
     UnsupportedModelError,
 )
 from probewise.throughput._torch_dtype import TorchDtype
-from probewise.throughput.attention._band import Band, BandKind, analyse_band, crosses_documents
+from probewise.throughput.attention._band import Band, BandKind
+from probewise.throughput.attention._bundled import bundled_configs
 from probewise.throughput.attention._kernel_paths import (
     eager_path,
     flash_path,
     flex_path,
+    mib,
     sdpa_path,
 )
-from probewise.throughput.attention._paths import FlexBlocks, KernelPath, flex_blocks
+from probewise.throughput.attention._mask_reads import MaskReader
+from probewise.throughput.attention._paths import FlexBlocks, KernelPath
 from probewise.throughput.attention._scenario import (
     IMPLEMENTATIONS,
     AttentionKind,
@@ -58,7 +63,6 @@ from probewise.throughput.attention._scenario import (
     Packing,
     Padding,
     attention_kind,
-    scenario_inputs,
 )
 from probewise.throughput.attention.sdpa import (
     FAST_BACKENDS,
@@ -74,7 +78,7 @@ from probewise.throughput.attention.sdpa import (
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
-    from probewise.throughput.attention._recorder import RawCall, RecordedRun
+    from probewise.throughput.attention._records import RawCall, RecordedRun
 
 
 __all__ = [
@@ -235,13 +239,13 @@ class LayerAttention:
         if self.prediction is None:
             return (
                 f"{self.kernel.implementation} materialises a dense additive mask of "
-                f"{_mib(self.mask_bytes)} ({self.band.describe()}) and runs unfused "
+                f"{mib(self.mask_bytes)} ({self.band.describe()}) and runs unfused "
                 "matmul + softmax",
             )
         reasons: list[str] = []
         if self.call.mask is not MaskKind.NONE:
             text = (
-                f"a {self.call.mask.value} mask of {_mib(self.mask_bytes)} was materialised "
+                f"a {self.call.mask.value} mask of {mib(self.mask_bytes)} was materialised "
                 f"({self.band.describe()})"
             )
             if self.mask_redundant:
@@ -256,12 +260,6 @@ class LayerAttention:
             if backend is not prediction.backend:
                 reasons.extend(prediction.reasons_lost(backend))
         return tuple(reasons)
-
-
-def _mib(n: int) -> str:
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):,.1f} MiB"
-    return f"{n:,} B"
 
 
 def _layer_types_filter(layer_types: Iterable[str] | None) -> frozenset[str] | None:
@@ -438,31 +436,6 @@ def layer_ranges(indices: Iterable[int]) -> str:
     return ", ".join(parts)
 
 
-def bundled_configs() -> tuple[str, ...]:
-    """Names of the config files shipped with probewise (mirrors of published models'
-    shapes), usable wherever a config path is: e.g. ``probe_masks("gemma3-27b", ...)``."""
-    folder = importlib.resources.files("probewise.throughput.attention") / "configs"
-    return tuple(
-        sorted(
-            entry.name.removesuffix(".json")
-            for entry in folder.iterdir()
-            if entry.name.endswith(".json")
-        )
-    )
-
-
-def _resolve_config(config: object) -> object:
-    if isinstance(config, str) and not Path(config).exists() and config in bundled_configs():
-        resource = (
-            importlib.resources.files("probewise.throughput.attention")
-            / "configs"
-            / f"{config}.json"
-        )
-        data: object = json.loads(resource.read_text(encoding="utf-8"))
-        return data
-    return config
-
-
 def _call(**fields: object) -> SdpaCall:
     """An :class:`SdpaCall` from recorded fields; a call the predictor cannot model
     (e.g. keys and values with different head counts) is the model's limit, not a
@@ -529,31 +502,16 @@ def _probe(
     attention_dtype = AttentionDtype.parse(dtype)
     capability = as_capability(capability)  # before the probe runs, not after
     with requires(Extra.TORCH, "probe_masks"):
-        # _recorder first: it imports torch before transformers, so a missing torch
-        # is the one named (as it was before the config loader had its own module).
-        from probewise.throughput.attention import _bounds, _recorder
-        from probewise.throughput.attention._config import load_config
+        # _config first, and it imports torch before transformers: a missing torch is
+        # the one named.
+        from probewise.throughput.attention import _config, _recorder
 
-    loaded = load_config(
-        cast("PretrainedConfig | str | Path | Mapping[str, object]", _resolve_config(config))
+    resolved = _config.resolve(config, scenario, attention_dtype.value)  # before any allocation
+    run = _recorder.record_calls(
+        resolved, scenario, dtype=attention_dtype.value, progress=progress, dense_masks=dense_masks
     )
-    plan = _bounds.plan(loaded, scenario, attention_dtype.value)  # before any allocation
-    input_ids, attention, positions = scenario_inputs(scenario)
-    run = _recorder.record_sdpa_calls(
-        plan.config,
-        dtype=attention_dtype.value,
-        input_ids=input_ids,
-        attention_mask=attention,
-        position_ids=positions,
-        training=scenario.training,
-        use_cache=scenario.use_cache,
-        gradient_checkpointing=scenario.gradient_checkpointing,
-        progress=progress,
-        dense_masks=dense_masks,
-        attn_implementation=scenario.attn_implementation,
-    )
-    run = plan.expand(run)  # a deep config's pattern, repeated
-    masks = _MaskReader(run, scenario)
+    run = resolved.layers.expand(run)  # a deep config's pattern, repeated
+    masks = MaskReader(run, scenario)
     layers = _layers(run, masks, scenario, capability)
     distinct = {raw.mask_id: layer.mask_bytes for raw, layer in zip(run.calls, layers, strict=True)}
     import transformers
@@ -572,74 +530,8 @@ def _probe(
     )
 
 
-@final
-@attrs.frozen(kw_only=True)
-class _MaskRead:
-    """What one SDPA call's mask is: its band, kind, bytes and whether it lets packed
-    documents attend each other (``None`` without packing)."""
-
-    band: Band
-    kind: MaskKind
-    mask_bytes: int
-    cross_document: bool | None
-
-
-class _MaskReader:
-    """Reads each distinct mask of a recorded run once (many layers share one)."""
-
-    def __init__(self, run: RecordedRun, scenario: MaskScenario) -> None:
-        self.run = run
-        self.scenario = scenario
-        self.packed = scenario.packing is not Packing.NONE
-        self.bands: dict[tuple[int, int | None], Band] = {}
-        self.flex: dict[int, FlexBlocks] = {}
-        self.crossing: dict[int, bool] = {}
-
-    def blocks(self, mask_id: int | None) -> FlexBlocks | None:
-        """The flex ``BlockMask`` counts of a mask, once per distinct mask."""
-        if mask_id is None:
-            return None
-        if mask_id not in self.flex:
-            self.flex[mask_id] = flex_blocks(self.run.masks[mask_id])
-        return self.flex[mask_id]
-
-    def read(self, raw: RawCall) -> _MaskRead:
-        """The mask ``raw`` passed to SDPA (or its absence), read."""
-        run, scenario, packed = self.run, self.scenario, self.packed
-        if raw.mask_id is None:
-            cross = (len(scenario.documents) > 1) if packed else None
-            return _MaskRead(
-                band=Band(kind=BandKind.NONE),
-                kind=MaskKind.NONE,
-                mask_bytes=0,
-                cross_document=cross,
-            )
-        mask_id = raw.mask_id
-        key = (mask_id, raw.chunk_size)
-        if key not in self.bands:
-            band = analyse_band(
-                run.masks[mask_id], chunk_size=raw.chunk_size, documents=scenario.documents
-            )
-            if mask_id in run.heads_differ:
-                band = Band(
-                    kind=BandKind.OTHER,
-                    padding_columns=band.padding_columns,
-                    masked_rows=band.masked_rows,
-                    allowed_share=band.allowed_share,
-                )
-            self.bands[key] = band
-            if packed and mask_id not in self.crossing:
-                self.crossing[mask_id] = crosses_documents(run.masks[mask_id], scenario.documents)
-        return _MaskRead(
-            band=self.bands[key],
-            kind=MaskKind.BOOLEAN if raw.mask_dtype_bool else MaskKind.ADDITIVE,
-            mask_bytes=run.mask_bytes[mask_id],
-            cross_document=self.crossing[mask_id] if packed else None,
-        )
-
-
 def _layers(
-    run: RecordedRun, masks: _MaskReader, scenario: MaskScenario, capability: tuple[int, int]
+    run: RecordedRun, masks: MaskReader, scenario: MaskScenario, capability: tuple[int, int]
 ) -> list[LayerAttention]:
     """Each call's layer; calls alike but for their layer (a deep config's repeated
     pattern) are read once."""
@@ -657,7 +549,7 @@ def _layers(
 
 
 def _layer(
-    raw: RawCall, masks: _MaskReader, scenario: MaskScenario, capability: tuple[int, int]
+    raw: RawCall, masks: MaskReader, scenario: MaskScenario, capability: tuple[int, int]
 ) -> LayerAttention:
     """One recorded attention call as a :class:`LayerAttention`: under SDPA with its
     predicted backend, under another implementation with its kernel path."""
