@@ -86,7 +86,8 @@ def test_label_file_to_calibration_to_arms(
         encoding="utf-8",
     )
     argv = ["arms", str(prompts), "--url", base_url(server), "--model-a", "x", "--model-b", "y"]
-    fast = ["--timeout", "0.3", "--retries", "0", "--no-progress", "--max-tokens", "8"]
+    # The server answers at once; the timeout only bounds a lost request (0.3 s was flaky).
+    fast = ["--timeout", "10", "--retries", "0", "--no-progress", "--max-tokens", "8"]
     assert main([*argv, "--calibration", str(out_file), "--json", *fast]) == 0
     out, err = capfd.readouterr()
     _clean(out, err)
