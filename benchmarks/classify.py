@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/classify.py [--n N] [--seed SEED] [--rounds R] [--json]
+    python benchmarks/classify.py [--n N] [--seed SEED] [--rounds R] [--json] [--later]
 
 Generates ``N`` synthetic completions of about 1 KB each (invented fragments only, no
 real model text) in a realistic mix: ~60% compliant prose (curly quotes, non-ASCII),
@@ -198,6 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="generator seed")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
+    parser.add_argument(
+        "--later", action="store_true", help="time Rubric.default(later=True) instead"
+    )
     args = parser.parse_args(argv)
     n: int = args.n
     rounds: int = args.rounds
@@ -205,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--n and --rounds must be positive")
 
     texts, kinds = make_completions(n, args.seed)
-    rubric = probewise.Rubric.default()
+    rubric = probewise.Rubric.default(later=args.later)
 
     # Untimed warm-up pass, which also records the outcome counts.
     ours_counts = run_ours(texts, rubric)
@@ -230,6 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = {
         "n": n,
         "seed": args.seed,
+        "rubric": "Rubric.default(later=True)" if args.later else "Rubric.default()",
         "rounds": rounds,
         "mean_chars": mean_chars,
         "python": sys.version.split()[0],

@@ -12,16 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from probewise.responses import _gates
-from probewise.responses.default_rules import (
-    DEFAULT_DEFLECTION,
-    DEFAULT_PREAMBLE,
-    DEFAULT_REFUSAL,
-)
+from probewise.responses.default_rules import SHIPPED
 
 
 def main() -> None:
     target = Path(_gates.__file__).with_name(_gates.SHIPPED_GATES)
-    text = _gates.gates_document((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION, *DEFAULT_PREAMBLE))
+    text = _gates.gates_document(SHIPPED)
     if target.exists() and target.read_text() == text:
         print(f"{target}: up to date")
         return

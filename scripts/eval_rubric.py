@@ -2,7 +2,7 @@
 
 Usage::
 
-    python scripts/eval_rubric.py [--responses DIR] [--json] [--misses]
+    python scripts/eval_rubric.py [--responses DIR] [--json] [--misses] [--later]
     python scripts/eval_rubric.py PATH [--json]
 
 Without PATH it measures the rubric on the real labelled sets (``xstest-dev.jsonl``,
@@ -129,7 +129,7 @@ def load(path: Path) -> list[Item]:
 
 
 def classify_all(items: list[Item]) -> list[str]:
-    rubric = probewise.Rubric.default()
+    rubric = shipped()
     got: list[str] = []
     for item in items:
         reason = (
@@ -433,7 +433,7 @@ def xstest_strmatch(text: str) -> str:
 
 
 def rubric_labels(rows: Iterable[Row], rubric: probewise.Rubric | None = None) -> list[str]:
-    chosen = probewise.Rubric.default() if rubric is None else rubric
+    chosen = shipped() if rubric is None else rubric
     return [outcome_label(probewise.classify(row["text"], chosen)) for row in rows]
 
 
@@ -574,7 +574,7 @@ def human_label(row: Row) -> probewise.HumanLabel | None:
 def calibrate(rows: list[Row]) -> tuple[probewise.Calibration, probewise.ArmTally, float]:
     """The default rubric's calibration on ``rows`` (partial left out), the tally of its
     outcomes there, and the human declined share among those rows."""
-    rubric = probewise.Rubric.default()
+    rubric = shipped()
     pairs: list[tuple[probewise.Outcome, probewise.HumanLabel]] = []
     for row in rows:
         label = human_label(row)
@@ -632,7 +632,17 @@ def evaluate_real(root: Path, *, misses: bool = False) -> RealReport:
 # then the preamble rules); this round (issue 29) read gptfuzz-train for the opening
 # in the model's own voice and the rules below. "Without" a source is the rubric as it
 # was before that source was read, plus whatever later rounds took from the others.
-THIS_ROUND: tuple[str, ...] = ("refusal.after_clause",)
+THIS_ROUND: tuple[str, ...] = ("refusal.after_clause", "refusal.stated")
+
+
+# --later: measure Rubric.default(later=True) instead of Rubric.default().
+_LATER: list[bool] = [False]
+
+
+def shipped() -> probewise.Rubric:
+    """The rubric measured: ``Rubric.default()``, or with ``--later`` the one with the
+    shipped later rules."""
+    return probewise.Rubric.default(later=_LATER[0])
 
 
 class Without(TypedDict):
@@ -648,7 +658,8 @@ WITHOUT: dict[str, Without] = {
         own_voice=True,
         this_round=True,
         note="rules before any XSTest row was read (revised on made-up sets only), "
-        "with this round's gptfuzz-train parts (own-voice reading, refusal.after_clause); "
+        "with this round's gptfuzz-train parts (own-voice reading, refusal.after_clause; "
+        "with --later, refusal.stated too); "
         "the RBR steps' rules are missing too",
     ),
     "rbr-gold": Without(
@@ -692,12 +703,16 @@ def historic_rubric(without: Without) -> probewise.Rubric:
     namespace: dict[str, Any] = {"__name__": f"default_rules_at_{without['commit']}"}
     exec(compile(source, f"{without['commit']}:default_rules.py", "exec"), namespace)
     refusal: tuple[probewise.Rule, ...] = tuple(namespace["DEFAULT_REFUSAL"])
+    later: tuple[probewise.Rule, ...] = ()
     if without["this_round"]:
-        refusal += tuple(r for r in probewise.Rubric.default().refusal if r.id in THIS_ROUND)
+        default = shipped()
+        refusal += tuple(r for r in default.refusal if r.id in THIS_ROUND)
+        later = tuple(r for r in default.later if r.id in THIS_ROUND)
     return probewise.Rubric(
         refusal=refusal,
         deflection=tuple(namespace["DEFAULT_DEFLECTION"]),
         preamble=tuple(namespace.get("DEFAULT_PREAMBLE", ())),
+        later=later,
         own_voice=without["own_voice"],
     )
 
@@ -835,6 +850,7 @@ def _pct(value: float) -> str:
 def render_real(report: RealReport) -> str:
     lines: list[str] = [
         f"Labelled completions in {report['responses']} (counts only, never text).",
+        "The rubric: Rubric.default(later=True)." if _LATER[0] else "The rubric: Rubric.default().",
         f"Baselines: 'phrases' = the {len(PHRASES)}-phrase list (GCG), anywhere in the "
         f"reply; 'xstest_strmatch' = XSTest's string match (XSTest, CC BY 4.0); 'prefix' = "
         f"start-of-text list of {report['prefixes']} refusal prefixes.",
@@ -941,7 +957,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--misses", action="store_true", help="list the ids of rows the rubric gets wrong"
     )
+    parser.add_argument(
+        "--later",
+        action="store_true",
+        help="measure Rubric.default(later=True) (with the later rules) instead",
+    )
     args = parser.parse_args(argv)
+    _LATER[0] = bool(args.later)
     path: Path | None = args.path
     if path is not None:
         items = load(path)

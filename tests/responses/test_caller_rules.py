@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 from probewise import Complied, Deflected, Empty, Refused, Rubric, Rule, classify
 from probewise.responses import classifier as classify_module
 from probewise.responses._patterns import anchored as _anchored
-from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_REFUSAL
+from probewise.responses.default_rules import (
+    DEFAULT_DEFLECTION,
+    DEFAULT_LATER,
+    DEFAULT_PREAMBLE,
+    DEFAULT_REFUSAL,
+)
 
 FLAGS = regex.IGNORECASE | regex.V0
 
@@ -43,6 +48,8 @@ def test_anchoring_is_read_conservatively() -> None:
     assert not any(_anchored(p) for p in not_anchored)
     # The shipped refusal rules stay on the fast path (match at 0 only).
     assert all(_anchored(rule.pattern) for rule in DEFAULT_REFUSAL)
+    # The later rule reads a refusal anywhere in the first four sentences.
+    assert not any(_anchored(rule.pattern) for rule in DEFAULT_LATER)
     # Deflection rules search anywhere, but for those behind the answer-has-begun check
     # (a leading "^(?!...)" that governs the whole pattern): they match at 0 only.
     for rule in DEFAULT_DEFLECTION:

@@ -5,7 +5,8 @@ shipped rule only on openings that pass the rule's *gate* (see
 ``probewise.responses._gates.derive_gate``). These tests hold both to the reference: the
 code as it was before (copied below), which normalised ``2 * opening_chars``
 characters and tried every rule, plus the sequel read after a preamble sentence
-(two sentences after it, from the first three sentences of ``2 * opening_chars``).
+(two sentences after it, from the first three sentences of ``2 * opening_chars``)
+and the later rules (on the first four sentences of ``2 * opening_chars``).
 Failure messages name rule ids and sizes only, never the text; hypothesis is kept
 quiet for the same reason.
 """
@@ -44,7 +45,7 @@ from probewise.responses._gates import CASE_TWINS as _CASE_TWINS
 from probewise.responses._gates import LETTER_RUNS as _LETTER_RUNS
 from probewise.responses._gates import derive_gate as _gate
 from probewise.responses._gates import gate_of
-from probewise.responses._matcher import DEFLECTION, REFUSAL, plan_of
+from probewise.responses._matcher import DEFLECTION, LATER, REFUSAL, plan_of
 from probewise.responses._matcher import GateScan as _GateScan
 
 # The stdlib's own regex parser, for an independent sampler of matches.
@@ -126,6 +127,11 @@ def reference_classify(text: str, rubric: Rubric, truncated: bool = False) -> Ou
         index = first(rubric.deflection, plan_of(rubric).combine(DEFLECTION).pattern, part, clock)
         if index >= 0:
             return Deflected(truncated=truncated, rule=rubric.deflection[index])
+    if rubric.later:
+        window = reference_opening(text, 2 * rubric.opening_chars, 4)
+        index = first(rubric.later, plan_of(rubric).combine(LATER).pattern, window, clock)
+        if index >= 0:
+            return Refused(truncated=truncated, rule=rubric.later[index])
     return Complied(truncated=truncated)
 
 
@@ -156,8 +162,11 @@ def same(a: Outcome, b: Outcome) -> bool:
 # --- Texts ---------------------------------------------------------------------------
 
 DEFAULT = Rubric.default()
+WITH_LATER = Rubric.default(later=True)
 RULES = (*DEFAULT.refusal, *DEFAULT.deflection, *DEFAULT.preamble)  # the scan's bit order
-RULE_WORDS = sorted(set(re.findall(r"[a-z']+", " ".join(rule.pattern for rule in RULES))))
+RULE_WORDS = sorted(
+    set(re.findall(r"[a-z']+", " ".join(rule.pattern for rule in (*RULES, *WITH_LATER.later))))
+)
 ODD = [
     "\u200b",  # zero-width space
     "\u200d",  # zero-width joiner
@@ -241,6 +250,24 @@ preamble_texts = st.builds(
     st.sampled_from([" ", "", "\u200b ", "  "]),
 )
 
+# Texts with a first-person refusal a few sentences in (so that the later rules have
+# something to read), after sentences the opening rules do not decide on (no tags or
+# stage directions: the reference does not set them aside).
+STATED = [
+    "I can't help with that.",
+    "I CAN’T provide that, but here is a summary.",
+    "I will not assist. However, here is a safer route.",
+    "i am unable to fulfil this request",
+    '"I cannot help with that."',
+    "I won't promote it! Instead, try this.",
+]
+later_texts = st.builds(
+    lambda lead, stated, rest: " ".join((*lead, stated, rest)),
+    st.lists(st.sampled_from([*FILLER, "Sure, I'll play along."]), max_size=5),
+    st.sampled_from(STATED),
+    st.one_of(texts, st.sampled_from(FILLER)),
+)
+
 
 # --- normalise and the opening --------------------------------------------------------
 
@@ -271,6 +298,30 @@ def test_opening_is_the_reference(text: str, limit: int, sentences: int) -> None
     assert whole is None or whole == reference_normalise(text), "whole differs"
 
 
+@QUIET
+@given(
+    st.one_of(texts, long_texts, preamble_texts, later_texts),
+    st.sampled_from([1, 5, 40, 120, 400]),
+)
+def test_a_window_read_on_from_the_opening_is_the_reference(text: str, limit: int) -> None:
+    """The later window, read on from what reading the opening normalised, is the
+    window read afresh (and the reference's)."""
+    opening, _, read = classify_module._read_opening(text, limit, None, 2, ("", 0))
+    window, whole, _ = classify_module._read_opening(text, 2 * limit, None, 4, read)
+    assert opening == reference_opening(text, limit), "opening differs"
+    assert window == reference_opening(text, 2 * limit, 4), ("window differs", len(text), limit)
+    assert whole is None or whole == reference_normalise(text), "whole differs"
+
+
+def test_the_default_with_later_rules_is_one_shared_value() -> None:
+    assert Rubric.default(later=True) is WITH_LATER
+    assert WITH_LATER.later
+    assert not DEFAULT.later
+    assert WITH_LATER.refusal == DEFAULT.refusal
+    assert WITH_LATER.deflection == DEFAULT.deflection
+    assert WITH_LATER.preamble == DEFAULT.preamble
+
+
 # --- Outcomes --------------------------------------------------------------------------
 
 
@@ -278,7 +329,11 @@ def _mixed_rubrics() -> list[Rubric]:
     own = Rule("own.banana", r"\bBANANA\b")
     return [
         DEFAULT,
-        Rubric(refusal=DEFAULT.refusal, deflection=DEFAULT.deflection),  # no preamble
+        WITH_LATER,
+        Rubric(refusal=DEFAULT.refusal, deflection=DEFAULT.deflection),  # no preamble, no later
+        Rubric(later=WITH_LATER.later, opening_chars=60),  # only the later rule
+        # A caller's later rules (not vetted: the prefilter path), after the shipped ones.
+        Rubric(refusal=DEFAULT.refusal, later=(*WITH_LATER.later, own, Rule("own.no", r"\bno\b"))),
         Rubric(
             refusal=DEFAULT.refusal,
             deflection=DEFAULT.deflection,
@@ -300,7 +355,7 @@ RUBRICS = _mixed_rubrics()
 
 @QUIET
 @given(
-    st.one_of(texts, long_texts, preamble_texts),
+    st.one_of(texts, long_texts, preamble_texts, later_texts),
     st.sampled_from(range(len(RUBRICS))),
     st.booleans(),
 )

@@ -121,6 +121,7 @@ def _rubrics(draw: st.DrawFn) -> tuple[Callable[[], Rubric], Hashable | None]:
         refusal=_rules("r", draw(_PICKS)),
         deflection=_rules("d", draw(_PICKS)),
         preamble=_rules("p", draw(_PICKS)),
+        later=_rules("l", draw(_PICKS)),
         axes=axes,
         opening_chars=draw(st.sampled_from((8, 30, 80, 400))),
         own_voice=draw(st.booleans()),

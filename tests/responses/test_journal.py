@@ -442,5 +442,14 @@ def test_the_fingerprint_follows_what_decides_an_outcome() -> None:
         Rubric(
             refusal=RUBRIC.refusal, deflection=RUBRIC.deflection, axes=RUBRIC.axes, opening_chars=9
         ),
+        Rubric(
+            refusal=RUBRIC.refusal,
+            deflection=RUBRIC.deflection,
+            axes=RUBRIC.axes,
+            later=RUBRIC.refusal[:1],
+        ),
+        Rubric(
+            refusal=RUBRIC.refusal, deflection=RUBRIC.deflection, axes=RUBRIC.axes, own_voice=False
+        ),
     ):
         assert journal_module.rubric_fingerprint(changed) != base

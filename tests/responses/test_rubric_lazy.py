@@ -15,7 +15,12 @@ from probewise import Rubric, RubricError, Rule, classify
 from probewise.responses import rules as _rules
 from probewise.responses._gates import vet_shipped as _vet_shipped
 from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, plan_of
-from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_REFUSAL
+from probewise.responses.default_rules import (
+    DEFAULT_DEFLECTION,
+    DEFAULT_LATER,
+    DEFAULT_PREAMBLE,
+    DEFAULT_REFUSAL,
+)
 
 
 def compiled_yet(rule: Rule) -> bool:
@@ -70,6 +75,7 @@ _WITH_BAD: dict[str, dict[str, object]] = {
     "refusal": {"refusal": (*DEFAULT_REFUSAL, _BAD)},
     "deflection": {"deflection": (_BAD, *DEFAULT_DEFLECTION)},
     "preamble": {"preamble": (*DEFAULT_PREAMBLE, _BAD)},
+    "later": {"later": (*DEFAULT_LATER, _BAD)},
     "axis": {"refusal": DEFAULT_REFUSAL, "axes": {"x": (_BAD,)}},
 }
 
@@ -91,15 +97,15 @@ def test_caller_rules_compile_at_construction() -> None:
     assert plan_of(rubric).combined[1] is not None
 
 
-def _fresh_shipped() -> tuple[tuple[Rule, ...], tuple[Rule, ...], tuple[Rule, ...]]:
-    """Copies of the shipped rules, vetted but not compiled yet."""
+def _fresh_shipped() -> tuple[tuple[Rule, ...], ...]:
+    """Copies of the shipped rules (refusal, deflection, preamble, later), vetted but
+    not compiled yet."""
     groups = tuple(
         tuple(Rule(rule.id, rule.pattern) for rule in rules)
-        for rules in (DEFAULT_REFUSAL, DEFAULT_DEFLECTION, DEFAULT_PREAMBLE)
+        for rules in (DEFAULT_REFUSAL, DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_LATER)
     )
-    refusal, deflection, preamble = groups
-    _vet_shipped((*refusal, *deflection, *preamble))
-    return refusal, deflection, preamble
+    _vet_shipped(tuple(rule for rules in groups for rule in rules))
+    return groups
 
 
 _TEXTS = (
@@ -115,10 +121,10 @@ _TEXTS = (
 
 
 def test_lazy_compiling_from_threads_agrees_with_the_default() -> None:
-    refusal, deflection, preamble = _fresh_shipped()
-    rubric = Rubric(refusal=refusal, deflection=deflection, preamble=preamble)
-    assert not any(compiled_yet(rule) for rule in (*refusal, *deflection, *preamble))
-    assert plan_of(rubric).combined == [None, None, None]
+    refusal, deflection, preamble, later = _fresh_shipped()
+    rubric = Rubric(refusal=refusal, deflection=deflection, preamble=preamble, later=later)
+    assert not any(compiled_yet(rule) for rule in (*refusal, *deflection, *preamble, *later))
+    assert plan_of(rubric).combined == [None, None, None, None]
     expected = [repr(classify(text, Rubric.default())) for text in _TEXTS * 4]
     filters = list(warnings.filters)
     results: list[list[str]] = []

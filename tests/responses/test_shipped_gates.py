@@ -14,9 +14,8 @@ from probewise.responses._gates import derive_gate as _gate
 from probewise.responses._gates import gate_of
 from probewise.responses._gates import gates_document as _gates_document
 from probewise.responses._gates import term_data as _term_data
-from probewise.responses.default_rules import DEFAULT_DEFLECTION, DEFAULT_PREAMBLE, DEFAULT_REFUSAL
+from probewise.responses.default_rules import SHIPPED
 
-SHIPPED = (*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION, *DEFAULT_PREAMBLE)
 GATES_FILE = Path(_gates.__file__).with_name(_gates.SHIPPED_GATES)
 
 

@@ -721,15 +721,11 @@ def ensure_shipped() -> None:
     """Vet the shipped rules (once per process)."""
     if _SHIPPED_DONE:
         return
-    from probewise.responses.default_rules import (
-        DEFAULT_DEFLECTION,
-        DEFAULT_PREAMBLE,
-        DEFAULT_REFUSAL,
-    )
+    from probewise.responses.default_rules import SHIPPED
 
     with _SHIPPED_LOCK:
         if not _SHIPPED_DONE:
-            vet_shipped((*DEFAULT_REFUSAL, *DEFAULT_DEFLECTION, *DEFAULT_PREAMBLE))
+            vet_shipped(SHIPPED)
             _SHIPPED_DONE.append(True)
 
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from probewise.responses.outcome import Deflected, Refused
 
 # The groups, by their index in Plan.combined.
-REFUSAL, DEFLECTION, PREAMBLE = 0, 1, 2
+REFUSAL, DEFLECTION, PREAMBLE, LATER = 0, 1, 2, 3
 
 
 def pattern_of(rule: Rule, *, strict: bool) -> regex.Pattern[str]:
@@ -71,6 +71,9 @@ class Groups(Protocol):
 
     @property
     def preamble(self) -> tuple[Rule, ...]: ...
+
+    @property
+    def later(self) -> tuple[Rule, ...]: ...
 
 
 class Combined(NamedTuple):
@@ -220,11 +223,21 @@ class Plan:
     group is vetted), and the outcomes that name a rule, made once each (by
     ``(group, index, truncated)``; immutable, holding no text)."""
 
-    __slots__ = ("_guard_ids", "_lock", "combined", "groups", "guards", "outcomes", "scan", "steps")
+    __slots__ = (
+        "_guard_ids",
+        "_lock",
+        "combined",
+        "groups",
+        "guards",
+        "later_vetted",
+        "outcomes",
+        "scan",
+        "steps",
+    )
 
     def __init__(self, rubric: Groups) -> None:
-        self.groups = (rubric.refusal, rubric.deflection, rubric.preamble)
-        self.combined: list[Combined | None] = [None, None, None]
+        self.groups = (rubric.refusal, rubric.deflection, rubric.preamble, rubric.later)
+        self.combined: list[Combined | None] = [None, None, None, None]
         self.outcomes: dict[tuple[int, int, bool], Refused | Deflected] = {}
         # How each gated (vetted) rule is matched, by group and index, filled on first
         # use (see step): a list lookup in classify's inner loop.
@@ -239,7 +252,10 @@ class Plan:
         for group, rules in enumerate(self.groups):
             if not vetted(rules):
                 self.combine(group)
-        scan = GateScan(*self.groups)
+        # The later rules have no gate scan (each is run on a window that the opening's
+        # scan has not seen); vetted ones are matched as the gated ones are (steps).
+        self.later_vetted = vetted(rubric.later)
+        scan = GateScan(rubric.refusal, rubric.deflection, rubric.preamble)
         self.scan = scan if scan.refusal_ok or scan.deflection_ok or scan.preamble_ok else None
 
     def step(self, group: int, index: int) -> Step:
@@ -278,7 +294,7 @@ class Plan:
         return at
 
     def combine(self, group: int) -> Combined:
-        """The prefilter of group ``group`` (REFUSAL, DEFLECTION, PREAMBLE), built on
+        """The prefilter of group ``group`` (REFUSAL, DEFLECTION, PREAMBLE, LATER), built on
         first use. classify reads ``combined[group]`` and calls this only when that is
         None; the lock makes threads classifying with one rubric build it once."""
         with self._lock:

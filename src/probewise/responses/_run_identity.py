@@ -62,7 +62,8 @@ def _rules(rules: Iterable[Rule]) -> list[list[str]]:
 
 def rubric_fingerprint(rubric: Rubric) -> str:
     """A digest of everything in ``rubric`` that decides an outcome: its rules (ids and
-    patterns, in order), its axes, its time limit and its opening length."""
+    patterns, in order), its axes, its time limit, its opening length and whether it
+    reads the model's own voice."""
     named = {f"{type(key).__name__}:{key!r}"[:200]: _rules(r) for key, r in rubric.axes.items()}
     axes = [[name, named[name]] for name in sorted(named)]
     document = {
@@ -73,6 +74,12 @@ def rubric_fingerprint(rubric: Rubric) -> str:
         "timeout": rubric.timeout,
         "opening_chars": rubric.opening_chars,
     }
+    # Named only where set, so a rubric without them keeps the digest it had before
+    # either existed (a checkpoint made with it still resumes).
+    if rubric.later:
+        document["later"] = _rules(rubric.later)
+    if not rubric.own_voice:
+        document["own_voice"] = False
     return digest(json.dumps(document, sort_keys=True, ensure_ascii=True).encode("ascii"))
 
 

@@ -20,7 +20,15 @@ from probewise._validation import optional_non_negative_int
 from probewise.errors import ArgumentTypeError
 from probewise.responses import _boundary, _reach, _voice
 from probewise.responses._gates import CASE_TWINS, gate_of
-from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, Plan, pattern_of, plan_of
+from probewise.responses._matcher import (
+    DEFLECTION,
+    LATER,
+    PREAMBLE,
+    REFUSAL,
+    Plan,
+    pattern_of,
+    plan_of,
+)
 from probewise.responses._patterns import anchored
 from probewise.responses.outcome import (
     Complied,
@@ -213,10 +221,35 @@ def _opening_of(
     ``limit`` characters are normalised (the reference looks at no more). With
     ``sentences=3``: the same, for the first three sentences.
     """
+    opening, whole, _ = _read_opening(raw, limit, clock, sentences, ("", 0))
+    return opening, whole
+
+
+# What _read_opening normalised on the way: (done, at) with done == normalise(raw[:at])
+# and raw[at] a space (or at == 0, or at == len(raw)): a later read of the same text
+# goes on from there.
+_Read = tuple[str, int]
+
+
+def _read_opening(
+    raw: str, limit: int, clock: _Clock | None, sentences: int, read: _Read
+) -> tuple[str, str | None, _Read]:
+    """:func:`_opening_of`, going on from ``read`` (what an earlier call on ``raw``
+    normalised), and what this call normalised, for the next."""
     prefix = 2 * limit
     end = min(len(raw), prefix)
-    done, at = "", 0  # done == normalise(raw[:at]); raw[at] is a space when at > 0
-    want = _FIRST_CUT
+    done, at = read  # done == normalise(raw[:at]); raw[at] is a space when 0 < at < len
+    if at:
+        head = done[:limit]
+        settled = _sentences_end(head, sentences)
+        if 0 <= settled < len(head):
+            return head[:settled], None, read
+        if len(done) >= limit:
+            return _opening(done, limit, sentences), None, read
+    if at >= len(raw) > 0:  # all of it normalised already
+        _reach.reads(_prefix_chars(limit), len(raw))  # (as far as a fresh read may go)
+        return _opening(done, limit, sentences), done, read
+    want = max(_FIRST_CUT, 2 * at)
     while want < end:
         cut = raw.find(" ", want, end)
         if cut == -1:
@@ -225,19 +258,24 @@ def _opening_of(
         head = done[:limit]
         settled = _sentences_end(head, sentences)
         if 0 <= settled < len(head):
-            return head[:settled], None
+            return head[:settled], None, (done, at)
         if len(done) >= limit:
-            return _opening(done, limit, sentences), None
+            return _opening(done, limit, sentences), None, (done, at)
         want = 2 * cut
+    if at > prefix:  # (an earlier, longer read went further: take its first prefix only)
+        return _read_opening(raw, limit, clock, sentences, ("", 0))
     head = _join(done, normalise(raw[at:prefix]))
     whole: str | None = head if len(raw) <= prefix else None
-    read = prefix
+    state: _Read = (head, len(raw)) if whole is not None else (done, at)
+    reach = prefix
     if len(head) < limit and whole is None:
-        read = bound = _prefix_chars(limit)
+        reach = bound = _prefix_chars(limit)
         head = _normalise_upto(raw, min(len(raw), bound), clock, done, at)
         whole = head if len(raw) <= bound else None
-    _reach.reads(read, len(raw))  # (the early returns above settled inside raw[:cut + 1])
-    return (_opening(head, limit, sentences) if head else ""), whole
+        if whole is not None:
+            state = (whole, len(raw))
+    _reach.reads(reach, len(raw))  # (the early returns above settled inside raw[:cut + 1])
+    return (_opening(head, limit, sentences) if head else ""), whole, state
 
 
 def _sequel(
@@ -360,14 +398,14 @@ _NO_EVIDENCE = (Deflected(truncated=False), Deflected(truncated=True))
 
 
 def _named(plan: Plan, kind: int, index: int, truncated: bool) -> Refused | Deflected:
-    """``Refused`` or ``Deflected`` naming rule ``index`` of the plan's rubric, made once."""
+    """``Refused`` or ``Deflected`` naming rule ``index`` of group ``kind``, made once."""
     key = (kind, index, truncated)
     outcome = plan.outcomes.get(key)
     if outcome is None:
-        if kind == REFUSAL:
-            outcome = Refused(truncated=truncated, rule=plan.groups[REFUSAL][index])
-        else:
+        if kind == DEFLECTION:
             outcome = Deflected(truncated=truncated, rule=plan.groups[DEFLECTION][index])
+        else:  # REFUSAL or LATER
+            outcome = Refused(truncated=truncated, rule=plan.groups[kind][index])
         plan.outcomes[key] = outcome
     return outcome
 
@@ -425,16 +463,19 @@ def _answer(
     and whether a tag opened it. Its opening is read in the model's own voice (see
     :mod:`._voice`), unless the rubric says not to."""
     opening, tagged = "", False
+    read: _Read = ("", 0)
     if rubric.own_voice:
         _reach.reads(_voice.NEAR, len(raw))  # (what plain() reads)
     if rubric.own_voice and not _voice.plain(raw):
         own = _voice.voice(raw[: _prefix_chars(rubric.opening_chars)])
         if own is not None:
-            opening, _ = _opening_of(own[0], rubric.opening_chars, clock)
+            opening, _, read = _read_opening(own[0], rubric.opening_chars, clock, 2, read)
             if opening:  # (a reply that is all tags is read as it is)
                 raw, tagged = own
+            else:
+                read = ("", 0)
     if not opening:
-        opening, _ = _opening_of(raw, rubric.opening_chars, clock)
+        opening, _, read = _read_opening(raw, rubric.opening_chars, clock, 2, read)
         if not opening:
             return _EMPTY[truncated], tagged
     candidates = _candidates(plan, opening)
@@ -446,10 +487,30 @@ def _answer(
     sequel = _sequel(raw, opening, candidates, rubric, plan, clock=clock)
     if sequel:
         sequel_plan = _candidates(plan, sequel)
-        return _declined(
-            plan, sequel, sequel_plan, clock, mapped=mapped, truncated=truncated
-        ), tagged
-    return None, tagged
+        declined = _declined(plan, sequel, sequel_plan, clock, mapped=mapped, truncated=truncated)
+        if declined is not None:
+            return declined, tagged
+    return _later(raw, read, rubric, plan, clock, truncated=truncated), tagged
+
+
+def _later(
+    raw: str, read: _Read, rubric: Rubric, plan: Plan, clock: _Clock, *, truncated: bool
+) -> Refused | Deflected | None:
+    """``Refused`` naming the first later rule (see rubric.py) that matches the first
+    four sentences of ``raw``, at most twice ``opening_chars`` long, else None.
+    ``read``: what reading the opening normalised (the window goes on from there)."""
+    rules = plan.groups[LATER]
+    if not rules:
+        return None
+    window, _, _ = _read_opening(raw, 2 * rubric.opening_chars, clock, 4, read)
+    if plan.later_vetted:
+        index = _first_of(plan, LATER, (1 << len(rules)) - 1, window, clock)
+    else:
+        combined = plan.combined[LATER]
+        if combined is None:  # built on first use (see Plan.combine)
+            combined = plan.combine(LATER)
+        index = _first(rules, combined.pattern, window, clock)
+    return _named(plan, LATER, index, truncated) if index >= 0 else None  # (Refused)
 
 
 def _every_answer_declines(
