@@ -22,8 +22,8 @@ from probewise.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from probewise.responses.calibration import Calibration, HumanLabel
-    from probewise.responses.classifier import Completion
     from probewise.responses.rubric import Rubric
+    from probewise.responses.sealed import Completion
     from probewise.responses.stats import Proportion
 
 HELP = "measure the rubric's error on labelled rows; write a calibration for arms"
@@ -61,8 +61,8 @@ def read_labels(path: Path) -> Iterator[tuple[Completion, HumanLabel]]:
     "complied" | "declined" | "refused" | "deflected"}`` and optionally
     ``"finish_reason": "stop" | "length" | "content_filter"``; blank lines skipped."""
     from probewise.responses.calibration import HumanLabel
-    from probewise.responses.classifier import Completion
     from probewise.responses.outcome import FinishReason
+    from probewise.responses.sealed import Completion
 
     labels = {label.value: label for label in HumanLabel}
     reasons = {reason.value: reason for reason in FinishReason}

@@ -74,8 +74,9 @@ _ARM_B: tuple[tuple[str, str], ...] = (
 
 
 def _tally(arm: tuple[tuple[str, str], ...]) -> ArmTally:
-    from probewise.responses.classifier import Completion, classify
+    from probewise.responses.classifier import classify
     from probewise.responses.outcome import FinishReason
+    from probewise.responses.sealed import Completion
     from probewise.responses.stats import ArmTally
 
     return ArmTally.of(classify(Completion(text, FinishReason(finish))) for text, finish in arm)

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
         ThreeWayRates as ThreeWayRates,
     )
     from probewise.responses.classifier import (
-        Completion as Completion,
         classify as classify,
         normalise as normalise,
     )
@@ -75,6 +74,7 @@ if TYPE_CHECKING:
         Rule as Rule,
     )
     from probewise.responses.sealed import (
+        Completion as Completion,
         Sealed as Sealed,
     )
     from probewise.responses.stats import (

@@ -21,10 +21,9 @@ from probewise.errors import (
     UnknownFinishReasonError,
 )
 from probewise.responses._http import Streamed
-from probewise.responses.classifier import Completion
 from probewise.responses.decide import StopWhenDecided
 from probewise.responses.outcome import FinishReason
-from probewise.responses.sealed import Sealed
+from probewise.responses.sealed import Completion, Sealed
 
 __all__ = ["StreamReader"]
 

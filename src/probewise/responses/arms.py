@@ -24,14 +24,14 @@ import attrs
 from probewise._progress import progress_bar
 from probewise.errors import ArgumentTypeError, InputFileError, InvalidInputError
 from probewise.responses import _boundary, _journal, _run_identity
-from probewise.responses.classifier import Completion, classify
+from probewise.responses.classifier import classify
 from probewise.responses.control import ControlVerdict, compare_arms
 from probewise.responses.decide import StopWhenDecided
 from probewise.responses.generators import BatchGenerate, Generate
 from probewise.responses.judge import Judge, JudgeAgreement, JudgeVerdict, judge_completion
 from probewise.responses.outcome import Empty, Error, ErrorKind, Outcome
 from probewise.responses.rubric import Rubric
-from probewise.responses.sealed import Sealed
+from probewise.responses.sealed import Completion, Sealed
 from probewise.responses.stats import ArmTally, McNemar, OutcomeBucket, mcnemar
 
 __all__ = ["OutcomePair", "PairedResult", "run_arm", "run_arm_shards", "run_paired"]

@@ -11,13 +11,10 @@ import re
 import time
 import unicodedata
 from collections.abc import Callable, Hashable
-from typing import cast, final
+from typing import cast
 
-import attrs
 import regex
 
-from probewise._validation import optional_non_negative_int
-from probewise.errors import ArgumentTypeError
 from probewise.responses import _boundary, _reach, _voice
 from probewise.responses._gates import CASE_TWINS, gate_of
 from probewise.responses._matcher import (
@@ -45,58 +42,14 @@ from probewise.responses.rubric import Rubric
 from probewise.responses.rules import Rule
 
 # The one reader of a Sealed's text outside sealed.py (its leading underscore says so).
-from probewise.responses.sealed import Sealed, _open  # pyright: ignore[reportPrivateUsage]
+from probewise.responses.sealed import (
+    Completion,
+    Sealed,
+    _open,  # pyright: ignore[reportPrivateUsage]
+)
 
+# (Completion is defined beside Sealed; named here too, for code that imported it here.)
 __all__ = ["Completion", "classify", "normalise"]
-
-
-def _finish_reason(value: object) -> None:
-    # The type only, never the value: a text passed in the wrong place is text.
-    if not isinstance(value, FinishReason):
-        raise ArgumentTypeError(
-            f"Completion.finish_reason must be a FinishReason, got {type(value).__name__}"
-        )
-
-
-@final
-@attrs.frozen(eq=False, init=False, repr=False)
-class Completion:
-    """A completion and why generation stopped. The text is sealed at once.
-    ``tokens``: how many tokens were generated, where the generator counts them."""
-
-    text: Sealed
-    finish_reason: FinishReason = FinishReason.STOP
-    tokens: int | None = attrs.field(default=None, kw_only=True)
-
-    def __init__(
-        self,
-        text: str | Sealed,
-        finish_reason: FinishReason = FinishReason.STOP,
-        *,
-        tokens: int | None = None,
-    ) -> None:
-        # Written out (not attrs' generated __init__, whose frame would keep ``text``):
-        # a wrong-typed text is dropped from this frame's locals before the error.
-        given = cast("object", text)
-        del text
-        if not isinstance(given, str | Sealed):
-            kind = type(given).__name__
-            del given  # bytes or a list may hold the text
-            raise ArgumentTypeError(f"Completion.text must be a str or Sealed, got {kind}")
-        sealed = given if isinstance(given, Sealed) else Sealed(given)
-        del given
-        _finish_reason(finish_reason)
-        optional_non_negative_int(self, attrs.fields(Completion).tokens, tokens)
-        object.__setattr__(self, "text", sealed)
-        object.__setattr__(self, "finish_reason", finish_reason)
-        object.__setattr__(self, "tokens", tokens)
-
-    def __repr__(self) -> str:
-        # A traceback with locals reprs the half-made instance of a refused __init__.
-        text = getattr(self, "text", "<unset>")
-        reason = getattr(self, "finish_reason", "<unset>")
-        tokens = getattr(self, "tokens", None)
-        return f"Completion(text={text!r}, finish_reason={reason!r}, tokens={tokens!r})"
 
 
 _QUOTES: tuple[tuple[str, str], ...] = tuple(

@@ -21,10 +21,10 @@ import attrs
 from probewise._validation import checked_type, positive
 from probewise.errors import ArgumentTypeError, InvalidInputError
 from probewise.responses import _reach
-from probewise.responses.classifier import Completion, classify
+from probewise.responses.classifier import classify
 from probewise.responses.outcome import Error, FinishReason, Outcome
 from probewise.responses.rubric import Rubric
-from probewise.responses.sealed import Sealed
+from probewise.responses.sealed import Completion, Sealed
 
 __all__ = ["StopSpec", "StopWhenDecided", "decided_outcome", "per_prompt"]
 

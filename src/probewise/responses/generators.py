@@ -82,10 +82,9 @@ from probewise.responses._server_args import (
 )
 from probewise.responses._stopping import DecidedRows, criteria_list
 from probewise.responses._stream import StreamReader
-from probewise.responses.classifier import Completion
 from probewise.responses.decide import StopSpec, StopWhenDecided, per_prompt
 from probewise.responses.outcome import FinishReason
-from probewise.responses.sealed import Sealed
+from probewise.responses.sealed import Completion, Sealed
 
 if TYPE_CHECKING:
     import ssl

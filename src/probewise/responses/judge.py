@@ -17,8 +17,8 @@ import attrs
 from probewise import _json
 from probewise._extras import Extra, requires
 from probewise.errors import ArgumentTypeError, InvalidInputError
-from probewise.responses.classifier import Completion, read_completion
-from probewise.responses.sealed import Sealed
+from probewise.responses.classifier import read_completion
+from probewise.responses.sealed import Completion, Sealed
 from probewise.responses.stats import OutcomeBucket
 
 if TYPE_CHECKING:

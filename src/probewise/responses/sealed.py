@@ -1,4 +1,5 @@
-"""Sealed: a holder for completion text that cannot be shown, copied or compared.
+"""Sealed: a holder for completion text that cannot be shown, copied or compared; and
+Completion, the sealed text of one reply with why generation stopped.
 
 The text goes in through ``Sealed(text)`` and comes out only inside
 :func:`probewise.classify`. ``repr`` shows the length and nothing else; ``str``,
@@ -10,9 +11,13 @@ from __future__ import annotations
 
 from typing import NoReturn, cast, final
 
-from probewise.errors import ArgumentTypeError, SealedError
+import attrs
 
-__all__ = ["Sealed"]
+from probewise._validation import optional_non_negative_int
+from probewise.errors import ArgumentTypeError, SealedError
+from probewise.responses.outcome import FinishReason
+
+__all__ = ["Completion", "Sealed"]
 
 
 def _refuse(what: str) -> NoReturn:
@@ -90,3 +95,52 @@ class Sealed:
 def _open(sealed: Sealed) -> str:  # pyright: ignore[reportUnusedFunction]
     """The text inside ``sealed``. Called only by :mod:`probewise.responses.classifier`."""
     return sealed._Sealed__text  # type: ignore[attr-defined,no-any-return]
+
+
+def _finish_reason(value: object) -> None:
+    # The type only, never the value: a text passed in the wrong place is text.
+    if not isinstance(value, FinishReason):
+        raise ArgumentTypeError(
+            f"Completion.finish_reason must be a FinishReason, got {type(value).__name__}"
+        )
+
+
+@final
+@attrs.frozen(eq=False, init=False, repr=False)
+class Completion:
+    """A completion and why generation stopped. The text is sealed at once.
+    ``tokens``: how many tokens were generated, where the generator counts them."""
+
+    text: Sealed
+    finish_reason: FinishReason = FinishReason.STOP
+    tokens: int | None = attrs.field(default=None, kw_only=True)
+
+    def __init__(
+        self,
+        text: str | Sealed,
+        finish_reason: FinishReason = FinishReason.STOP,
+        *,
+        tokens: int | None = None,
+    ) -> None:
+        # Written out (not attrs' generated __init__, whose frame would keep ``text``):
+        # a wrong-typed text is dropped from this frame's locals before the error.
+        given = cast("object", text)
+        del text
+        if not isinstance(given, str | Sealed):
+            kind = type(given).__name__
+            del given  # bytes or a list may hold the text
+            raise ArgumentTypeError(f"Completion.text must be a str or Sealed, got {kind}")
+        sealed = given if isinstance(given, Sealed) else Sealed(given)
+        del given
+        _finish_reason(finish_reason)
+        optional_non_negative_int(self, attrs.fields(Completion).tokens, tokens)
+        object.__setattr__(self, "text", sealed)
+        object.__setattr__(self, "finish_reason", finish_reason)
+        object.__setattr__(self, "tokens", tokens)
+
+    def __repr__(self) -> str:
+        # A traceback with locals reprs the half-made instance of a refused __init__.
+        text = getattr(self, "text", "<unset>")
+        reason = getattr(self, "finish_reason", "<unset>")
+        tokens = getattr(self, "tokens", None)
+        return f"Completion(text={text!r}, finish_reason={reason!r}, tokens={tokens!r})"
