@@ -292,7 +292,7 @@ def test_normalise_splits_at_an_ascii_space(left: str, right: str) -> None:
     st.sampled_from([2, 3]),
 )
 def test_opening_is_the_reference(text: str, limit: int, sentences: int) -> None:
-    opening, whole = classify_module._opening_of(text, limit, sentences=sentences)
+    opening, whole, _ = classify_module._opening_of(text, limit, sentences=sentences)
     want = reference_opening(text, limit, sentences)
     assert opening == want, ("opening differs", len(text), limit, sentences)
     assert whole is None or whole == reference_normalise(text), "whole differs"
@@ -306,8 +306,8 @@ def test_opening_is_the_reference(text: str, limit: int, sentences: int) -> None
 def test_a_window_read_on_from_the_opening_is_the_reference(text: str, limit: int) -> None:
     """The later window, read on from what reading the opening normalised, is the
     window read afresh (and the reference's)."""
-    opening, _, read = classify_module._read_opening(text, limit, None, 2, ("", 0))
-    window, whole, _ = classify_module._read_opening(text, 2 * limit, None, 4, read)
+    opening, _, read = classify_module._opening_of(text, limit)
+    window, whole, _ = classify_module._opening_of(text, 2 * limit, sentences=4, read=read)
     assert opening == reference_opening(text, limit), "opening differs"
     assert window == reference_opening(text, 2 * limit, 4), ("window differs", len(text), limit)
     assert whole is None or whole == reference_normalise(text), "whole differs"

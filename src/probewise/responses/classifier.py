@@ -154,11 +154,23 @@ def _normalise_upto(raw: str, end: int, clock: _Clock | None, done: str = "", at
     return _join(done, normalise(raw[at:end]))
 
 
+# What _opening_of normalised on the way: (done, at) with done == normalise(raw[:at])
+# and raw[at] a space (or at == 0, or at == len(raw)): a later read of the same text
+# goes on from there.
+_Read = tuple[str, int]
+
+
 def _opening_of(
-    raw: str, limit: int, clock: _Clock | None = None, *, sentences: int = 2
-) -> tuple[str, str | None]:
+    raw: str,
+    limit: int,
+    clock: _Clock | None = None,
+    *,
+    sentences: int = 2,
+    read: _Read = ("", 0),
+) -> tuple[str, str | None, _Read]:
     """The opening of ``raw`` (blank for a blank text) and, when it was worked out on
-    the way, the whole normalised text.
+    the way, the whole normalised text; and what it normalised (see ``_Read``), for a
+    later read of ``raw`` with a ``limit`` no smaller to go on from (``read``).
 
     The reference: normalise ``raw[:2 * limit]`` (if that comes out shorter than
     ``limit`` and there is more: ``raw[:_prefix_chars(limit)]``, which bounds the work
@@ -172,51 +184,28 @@ def _opening_of(
     is settled by a second sentence end followed by a space inside the first
     ``limit`` characters normalised so far (what follows cannot change it), or once
     ``limit`` characters are normalised (the reference looks at no more). With
-    ``sentences=3``: the same, for the first three sentences.
+    ``sentences=3`` (or 4): the same, for the first three (or four) sentences.
     """
-    opening, whole, _ = _read_opening(raw, limit, clock, sentences, ("", 0))
-    return opening, whole
-
-
-# What _read_opening normalised on the way: (done, at) with done == normalise(raw[:at])
-# and raw[at] a space (or at == 0, or at == len(raw)): a later read of the same text
-# goes on from there.
-_Read = tuple[str, int]
-
-
-def _read_opening(
-    raw: str, limit: int, clock: _Clock | None, sentences: int, read: _Read
-) -> tuple[str, str | None, _Read]:
-    """:func:`_opening_of`, going on from ``read`` (what an earlier call on ``raw``
-    normalised), and what this call normalised, for the next."""
     prefix = 2 * limit
     end = min(len(raw), prefix)
     done, at = read  # done == normalise(raw[:at]); raw[at] is a space when 0 < at < len
-    if at:
-        head = done[:limit]
-        settled = _sentences_end(head, sentences)
-        if 0 <= settled < len(head):
-            return head[:settled], None, read
-        if len(done) >= limit:
-            return _opening(done, limit, sentences), None, read
-    if at >= len(raw) > 0:  # all of it normalised already
-        _reach.reads(_prefix_chars(limit), len(raw))  # (as far as a fresh read may go)
-        return _opening(done, limit, sentences), done, read
     want = max(_FIRST_CUT, 2 * at)
-    while want < end:
-        cut = raw.find(" ", want, end)
+    while True:
+        if at:  # settled by what is normalised so far?
+            head = done[:limit]
+            settled = _sentences_end(head, sentences)
+            if 0 <= settled < len(head):
+                return head[:settled], None, (done, at)
+            if len(done) >= limit:
+                return _opening(done, limit, sentences), None, (done, at)
+        cut = raw.find(" ", want, end) if want < end else -1
         if cut == -1:
             break
         done, at = _join(done, normalise(raw[at:cut])), cut
-        head = done[:limit]
-        settled = _sentences_end(head, sentences)
-        if 0 <= settled < len(head):
-            return head[:settled], None, (done, at)
-        if len(done) >= limit:
-            return _opening(done, limit, sentences), None, (done, at)
         want = 2 * cut
-    if at > prefix:  # (an earlier, longer read went further: take its first prefix only)
-        return _read_opening(raw, limit, clock, sentences, ("", 0))
+    if at >= len(raw) > 0:  # all of it normalised already (by an earlier read)
+        _reach.reads(_prefix_chars(limit), len(raw))  # (as far as a fresh read may go)
+        return _opening(done, limit, sentences), done, read
     head = _join(done, normalise(raw[at:prefix]))
     whole: str | None = head if len(raw) <= prefix else None
     state: _Read = (head, len(raw)) if whole is not None else (done, at)
@@ -232,7 +221,14 @@ def _read_opening(
 
 
 def _sequel(
-    raw: str, opening: str, candidates: int, rubric: Rubric, plan: Plan, *, clock: _Clock
+    raw: str,
+    opening: str,
+    candidates: int,
+    rubric: Rubric,
+    plan: Plan,
+    *,
+    read: _Read,
+    clock: _Clock,
 ) -> str:
     """The two sentences after the opening's first sentence, at most
     ``rubric.opening_chars`` characters, where a preamble rule matches the opening;
@@ -241,7 +237,8 @@ def _sequel(
     The sentences are read from the first three sentences of the text, at most twice
     ``opening_chars`` long (``_opening_of(..., 2 * opening_chars, sentences=3)``): the work
     stays bounded, and it is done only for openings that start with a preamble.
-    ``candidates``: the opening's gate mask (see :func:`_candidates`), or -1.
+    ``candidates``: the opening's gate mask (see :func:`_candidates`), or -1; ``read``:
+    what reading the opening normalised (the window goes on from there).
     """
     if not rubric.preamble:
         return ""
@@ -265,7 +262,7 @@ def _sequel(
     end = _SENTENCE_END.search(opening)
     if end is None or end.end() >= len(opening):
         return ""
-    window, _ = _opening_of(raw, 2 * rubric.opening_chars, clock, sentences=3)
+    window, _, _ = _opening_of(raw, 2 * rubric.opening_chars, clock, sentences=3, read=read)
     return _opening(window[end.end() :].lstrip(" "), rubric.opening_chars)
 
 
@@ -364,8 +361,8 @@ def _named(plan: Plan, kind: int, index: int, truncated: bool) -> Refused | Defl
 
 
 def _first_index(plan: Plan, kind: int, candidates: int, opening: str, clock: _Clock) -> int:
-    """The index of the first rule of one group (refusal or deflection) that matches
-    ``opening``, or -1: through the gates when they are exact for this opening
+    """The index of the first rule of one group (refusal, deflection or later) that
+    matches ``opening``, or -1: through the gates when they are exact for this opening
     (``candidates >= 0``) and the group has them, else every rule in order."""
     scan = plan.scan
     rules = plan.groups[kind]
@@ -375,6 +372,8 @@ def _first_index(plan: Plan, kind: int, candidates: int, opening: str, clock: _C
         if kind == DEFLECTION and scan.deflection_ok:
             deflection = (candidates >> scan.refusal_count) & scan.deflection_bits
             return _first_of(plan, kind, deflection, opening, clock)
+    if kind == LATER and plan.later_vetted:  # (no gate scan: every rule, in order)
+        return _first_of(plan, kind, (1 << len(rules)) - 1, opening, clock)
     combined = plan.combined[kind]
     if combined is None:  # built on first use (see Plan.combine)
         combined = plan.combine(kind)
@@ -422,13 +421,13 @@ def _answer(
     if rubric.own_voice and not _voice.plain(raw):
         own = _voice.voice(raw[: _prefix_chars(rubric.opening_chars)])
         if own is not None:
-            opening, _, read = _read_opening(own[0], rubric.opening_chars, clock, 2, read)
+            opening, _, read = _opening_of(own[0], rubric.opening_chars, clock, read=read)
             if opening:  # (a reply that is all tags is read as it is)
                 raw, tagged = own
             else:
                 read = ("", 0)
     if not opening:
-        opening, _, read = _read_opening(raw, rubric.opening_chars, clock, 2, read)
+        opening, _, read = _opening_of(raw, rubric.opening_chars, clock, read=read)
         if not opening:
             return _EMPTY[truncated], tagged
     candidates = _candidates(plan, opening)
@@ -437,7 +436,7 @@ def _answer(
         return declined, tagged
     # The opening decided nothing: where its first sentence is a preamble, the two
     # sentences after it get the same rules (see rubric.py).
-    sequel = _sequel(raw, opening, candidates, rubric, plan, clock=clock)
+    sequel = _sequel(raw, opening, candidates, rubric, plan, read=read, clock=clock)
     if sequel:
         sequel_plan = _candidates(plan, sequel)
         declined = _declined(plan, sequel, sequel_plan, clock, mapped=mapped, truncated=truncated)
@@ -455,14 +454,8 @@ def _later(
     rules = plan.groups[LATER]
     if not rules:
         return None
-    window, _, _ = _read_opening(raw, 2 * rubric.opening_chars, clock, 4, read)
-    if plan.later_vetted:
-        index = _first_of(plan, LATER, (1 << len(rules)) - 1, window, clock)
-    else:
-        combined = plan.combined[LATER]
-        if combined is None:  # built on first use (see Plan.combine)
-            combined = plan.combine(LATER)
-        index = _first(rules, combined.pattern, window, clock)
+    window, _, _ = _opening_of(raw, 2 * rubric.opening_chars, clock, sentences=4, read=read)
+    index = _first_index(plan, LATER, -1, window, clock)
     return _named(plan, LATER, index, truncated) if index >= 0 else None  # (Refused)
 
 
