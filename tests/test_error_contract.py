@@ -155,19 +155,19 @@ _Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 _RANGED: dict[str, tuple[_Validator, object, type[Exception]]] = {
     "count": (v.count, -1, ValueError),
     "non_negative_int": (v.non_negative_int, -1, ValueError),
-    "optional_non_negative_int": (v.optional_non_negative_int, -1, ValueError),
+    "optional(non_negative_int)": (v.optional(v.non_negative_int), -1, ValueError),
     "non_negative": (v.non_negative, -1, ValueError),
     "positive": (v.positive, 0, ValueError),
-    "optional_positive": (v.optional_positive, 0, ValueError),
+    "optional(positive)": (v.optional(v.positive), 0, ValueError),
     "finite": (v.finite, math.inf, ValueError),
     "finite_non_negative": (v.finite_non_negative, -0.5, ValueError),
     "share": (v.share, math.nan, ValueError),
-    "optional_share": (v.optional_share, 1.5, ValueError),
+    "optional(share)": (v.optional(v.share), 1.5, ValueError),
     "unit_or_nan": (v.unit_or_nan, 2.0, ValueError),
     "non_empty_str": (v.non_empty_str, "", ValueError),
     "non_blank_str": (v.non_blank_str, " \t", ValueError),
     "checked_type(int)": (v.checked_type(int), "", TypeError),
-    "optional_type(int)": (v.optional_type(int), "", TypeError),
+    "optional(checked_type(int))": (v.optional(v.checked_type(int)), "", TypeError),
 }
 
 
@@ -186,6 +186,26 @@ def test_each_validator_refuses_with_a_probewise_error_naming_the_field(name: st
         _holder(validator)(field=bad)
     assert isinstance(caught.value, base)
     assert "Holder.field" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in _RANGED if not n.startswith("optional(")))
+def test_optional_accepts_none_and_otherwise_refuses_as_its_inner_validator(name: str) -> None:
+    validator, bad, _base = _RANGED[name]
+    assert _holder(v.optional(validator))(field=None).field is None
+    with pytest.raises(ProbewiseError) as inner:
+        _holder(validator)(field=bad)
+    with pytest.raises(ProbewiseError) as outer:
+        _holder(v.optional(validator))(field=bad)
+    assert type(outer.value) is type(inner.value)
+    head, got, tail = str(inner.value).partition(", got ")
+    assert str(outer.value) == f"{head} or None{got}{tail}"
+
+
+def test_optional_says_none_is_accepted_where_the_message_shows_the_value() -> None:
+    with pytest.raises(InvalidInputError, match=r"^Holder\.field must be >= 1 or None, got 0$"):
+        _holder(v.optional(v.positive))(field=0)
+    with pytest.raises(ArgumentTypeError, match=r"^Holder\.field must be a int or None, got str$"):
+        _holder(v.optional(v.checked_type(int)))(field="x")
 
 
 _SECRET = st.text(min_size=1).map(lambda text: "\u2063secret:" + text)

@@ -20,30 +20,37 @@ from typing import Any, TypeVar, cast
 
 import attrs
 
-from probewise.errors import ArgumentTypeError, InvalidInputError
+from probewise.errors import ArgumentTypeError, InvalidInputError, RubricError
 
 __all__ = [
+    "MAX_LENGTH",
     "checked_type",
     "count",
     "duration",
     "finite",
     "finite_non_negative",
+    "int_at_least",
+    "length_int",
     "non_blank_str",
     "non_empty_str",
     "non_negative",
     "non_negative_int",
+    "optional",
     "optional_duration",
-    "optional_non_negative_int",
-    "optional_positive",
-    "optional_share",
-    "optional_type",
     "positive",
+    "rubric_timeout",
     "share",
+    "shown_int",
+    "strict_int",
+    "true_or_false",
     "two_sided_z",
     "unit_or_nan",
 ]
 
 _T = TypeVar("_T")
+
+Validator = Callable[[object, "attrs.Attribute[_T]", _T], None]
+"""What attrs calls a validator with: the instance, the field and the value."""
 
 
 def _qualified(instance: object, attribute: attrs.Attribute[Any]) -> str:
@@ -71,17 +78,21 @@ def checked_type(kind: type[_T]) -> Callable[[object, attrs.Attribute[_T], _T], 
     return check
 
 
-def optional_type(
-    kind: type[_T],
-) -> Callable[[object, attrs.Attribute[_T | None], _T | None], None]:
-    """:func:`checked_type` that also accepts None."""
+def optional(inner: Validator[_T]) -> Validator[_T | None]:
+    """``inner``, or None: the one way a field says it may be absent.
+
+    A refusal keeps ``inner``'s class and message, with "or None" said before its
+    ", got ..." (``KernelRow.calls must be a non-negative int or None, got -1``).
+    """
 
     def check(instance: object, attribute: attrs.Attribute[_T | None], value: _T | None) -> None:
-        if value is not None and not isinstance(cast("object", value), kind):
-            raise ArgumentTypeError(
-                f"{_qualified(instance, attribute)} must be a {kind.__name__} or None, "
-                f"got {type(value).__name__}"
-            )
+        if value is None:
+            return
+        try:
+            inner(instance, cast("attrs.Attribute[_T]", attribute), value)
+        except (ArgumentTypeError, InvalidInputError) as refused:
+            head, got, tail = str(refused).partition(", got ")
+            raise type(refused)(f"{head} or None{got}{tail}") from None
 
     return check
 
@@ -108,14 +119,6 @@ def non_negative_int(instance: object, attribute: attrs.Attribute[Any], value: o
         raise InvalidInputError(
             f"{_qualified(instance, attribute)} must be a non-negative int, got {value}"
         )
-
-
-def optional_non_negative_int(
-    instance: object, attribute: attrs.Attribute[Any], value: object
-) -> None:
-    """:func:`non_negative_int` or None."""
-    if value is not None:
-        non_negative_int(instance, attribute, value)
 
 
 # --------------------------------------------------------------------------- numbers
@@ -146,15 +149,6 @@ def positive(instance: object, attribute: attrs.Attribute[int], value: int) -> N
         raise InvalidInputError(f"{_qualified(instance, attribute)} must be >= 1, got {value}")
 
 
-def optional_positive(
-    instance: object, attribute: attrs.Attribute[int | None], value: int | None
-) -> None:
-    if value is not None and _below(_qualified(instance, attribute), value, 1):
-        raise InvalidInputError(
-            f"{_qualified(instance, attribute)} must be >= 1 or None, got {value}"
-        )
-
-
 def finite(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not _is_finite(_qualified(instance, attribute), value):
         raise InvalidInputError(f"{_qualified(instance, attribute)} must be finite, got {value}")
@@ -178,15 +172,6 @@ def _in_unit(name: str, value: object) -> bool:
 def share(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not _in_unit(_qualified(instance, attribute), value):
         raise InvalidInputError(f"{_qualified(instance, attribute)} must be in [0, 1], got {value}")
-
-
-def optional_share(
-    instance: object, attribute: attrs.Attribute[float | None], value: float | None
-) -> None:
-    if value is not None and not _in_unit(_qualified(instance, attribute), value):
-        raise InvalidInputError(
-            f"{_qualified(instance, attribute)} must be in [0, 1] or None, got {value}"
-        )
 
 
 def unit_or_nan(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
@@ -236,7 +221,9 @@ def duration(value: object) -> float:
 
 
 def optional_duration(value: object) -> float | None:
-    """:func:`duration`, or None."""
+    """:func:`duration`, or None. (A converter, so not :func:`optional`: attrs types
+    its own ``converters.optional`` as taking and giving ``Any``, which would reach
+    the fields' ``__init__``.)"""
     return None if value is None else duration(value)
 
 
@@ -245,8 +232,6 @@ def optional_duration(value: object) -> float | None:
 # each (``sdpa._strict_int``, ``masks._bool``, ``scaling._positive_int``). Each keeps
 # the exception class and the message it raised there: they name the field alone,
 # not ``Class.field``, and raise InvalidInputError for any bad value.
-
-__all__ += ["MAX_LENGTH", "length_int", "shown_int", "strict_int", "true_or_false"]
 
 MAX_LENGTH = 1 << 40
 """The longest sequence length probewise accepts: 2**40 (1,099,511,627,776) tokens."""
@@ -298,7 +283,6 @@ def length_int(_instance: object, attribute: attrs.Attribute[int], value: int) -
 
 def rubric_timeout(_instance: object, _attribute: attrs.Attribute[float], value: object) -> None:
     """Rubric.timeout: a positive number of seconds (TypeError for a non-number)."""
-    from probewise.errors import RubricError  # here: this section may only append
 
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ArgumentTypeError(f"Rubric.timeout must be a number, got {type(value).__name__}")
@@ -312,9 +296,6 @@ def int_at_least(name: str, value: object, least: int) -> None:
         raise InvalidInputError(f"{name} must be an int >= {least}, got {type(value).__name__}")
     if value < least:
         raise InvalidInputError(f"{name} must be an int >= {least}, got {value}")
-
-
-__all__ += ["int_at_least", "rubric_timeout"]
 
 
 def two_sided_z(confidence: float, *, name: str) -> float:

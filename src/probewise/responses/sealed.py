@@ -13,7 +13,7 @@ from typing import NoReturn, cast, final
 
 import attrs
 
-from probewise._validation import optional_non_negative_int
+from probewise._validation import non_negative_int, optional
 from probewise.errors import ArgumentTypeError, SealedError
 from probewise.responses.outcome import FinishReason
 
@@ -97,6 +97,9 @@ def _open(sealed: Sealed) -> str:  # pyright: ignore[reportUnusedFunction]
     return sealed._Sealed__text  # type: ignore[attr-defined,no-any-return]
 
 
+_optional_count = optional(non_negative_int)
+
+
 def _finish_reason(value: object) -> None:
     # The type only, never the value: a text passed in the wrong place is text.
     if not isinstance(value, FinishReason):
@@ -133,7 +136,7 @@ class Completion:
         sealed = given if isinstance(given, Sealed) else Sealed(given)
         del given
         _finish_reason(finish_reason)
-        optional_non_negative_int(self, attrs.fields(Completion).tokens, tokens)
+        _optional_count(self, attrs.fields(Completion).tokens, tokens)
         object.__setattr__(self, "text", sealed)
         object.__setattr__(self, "finish_reason", finish_reason)
         object.__setattr__(self, "tokens", tokens)

@@ -25,8 +25,7 @@ from probewise._validation import (
     duration,
     non_empty_str,
     non_negative_int,
-    optional_non_negative_int,
-    optional_type,
+    optional,
 )
 from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError
 
@@ -164,7 +163,7 @@ class KernelRow:
     """
 
     name: str = attrs.field(validator=non_empty_str)
-    calls: int | None = attrs.field(validator=optional_non_negative_int)
+    calls: int | None = attrs.field(validator=optional(non_negative_int))
     device_us: float = attrs.field(converter=duration)
     kind: KernelKind = attrs.field(validator=checked_type(KernelKind))
 
@@ -305,13 +304,13 @@ class TraceSource:
     """
 
     path: str = attrs.field(validator=checked_type(str))
-    rank: int | None = attrs.field(default=None, validator=optional_non_negative_int)
-    world_size: int | None = attrs.field(default=None, validator=optional_non_negative_int)
+    rank: int | None = attrs.field(default=None, validator=optional(non_negative_int))
+    world_size: int | None = attrs.field(default=None, validator=optional(non_negative_int))
     events: int = attrs.field(default=0, validator=non_negative_int)
     devices: tuple[str, ...] = attrs.field(default=(), converter=_names)
-    display_time_unit: str | None = attrs.field(default=None, validator=optional_type(str))
-    base_time_ns: int | None = attrs.field(default=None, validator=optional_non_negative_int)
-    damage: Damage | None = attrs.field(default=None, validator=optional_type(Damage))
+    display_time_unit: str | None = attrs.field(default=None, validator=optional(checked_type(str)))
+    base_time_ns: int | None = attrs.field(default=None, validator=optional(non_negative_int))
+    damage: Damage | None = attrs.field(default=None, validator=optional(checked_type(Damage)))
     notes: tuple[str, ...] = attrs.field(default=(), converter=_notes)
 
     def to_dict(self) -> dict[str, object]:

@@ -19,7 +19,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from probewise._validation import optional_positive, share
+from probewise._validation import optional, positive, share
 from probewise.errors import InvalidInputError
 
 __all__ = ["Band", "BandKind", "RowIntervals", "analyse_band", "crosses_documents"]
@@ -92,13 +92,13 @@ class Band:
 
     kind: BandKind
     """Which structure it is."""
-    window: int | None = attrs.field(default=None, validator=[optional_positive, _window_ok])
+    window: int | None = attrs.field(default=None, validator=[optional(positive), _window_ok])
     """The sliding window in keys (the query's own included), when one applies."""
     segments: tuple[tuple[int, ...], ...] = attrs.field(default=(), validator=_segments_ok)
     """For a block-diagonal band: the document lengths of each batch row, in order. For
     a chunked band: the documents the chunks sit in, when packed documents are kept
     apart (empty when the chunks run over the whole row)."""
-    chunk_size: int | None = attrs.field(default=None, validator=[optional_positive, _chunk_ok])
+    chunk_size: int | None = attrs.field(default=None, validator=[optional(positive), _chunk_ok])
     """For a chunked band: the chunk in keys (the layer's ``attention_chunk_size``)."""
     padding_columns: tuple[int, ...] = attrs.field(default=(), validator=_counts_ok)
     """Per batch row: keys that no query attends (padding)."""

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from probewise import _json
-from probewise._validation import non_negative, optional_share, share
+from probewise._validation import non_negative, optional, share
 from probewise.errors import InvalidInputError, SweepNoOpError
 from probewise.throughput.data._checks import read_only
 from probewise.throughput.data.length_input import MAX_LENGTH, LengthInput
@@ -281,7 +281,7 @@ class BucketRow:
     """Batches smaller than ``batch_size`` (at most one per bucket)."""
     consecutive_length_corr: float
     mean_sources_per_batch: float | None
-    single_source_share: float | None = attrs.field(validator=optional_share)
+    single_source_share: float | None = attrs.field(validator=optional(share))
     source_entropy_bits: float | None
 
     @property

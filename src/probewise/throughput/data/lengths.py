@@ -42,7 +42,7 @@ from probewise._validation import (
     MAX_LENGTH,
     finite,
     non_negative,
-    optional_positive,
+    optional,
     positive,
     shown_int,
 )
@@ -286,9 +286,9 @@ class PaddingReport:
     """Sequences longer than ``tokens_per_batch`` (each given a batch of its own)."""
     split_sequences: int = attrs.field(default=0, validator=non_negative)
     """Packed sequences cut across a row boundary."""
-    batch_size: int | None = attrs.field(default=None, validator=optional_positive)
-    tokens_per_batch: int | None = attrs.field(default=None, validator=optional_positive)
-    pack_to: int | None = attrs.field(default=None, validator=optional_positive)
+    batch_size: int | None = attrs.field(default=None, validator=optional(positive))
+    tokens_per_batch: int | None = attrs.field(default=None, validator=optional(positive))
+    pack_to: int | None = attrs.field(default=None, validator=optional(positive))
 
     def __attrs_post_init__(self) -> None:
         if self.slot_tokens < self.real_tokens:

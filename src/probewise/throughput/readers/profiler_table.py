@@ -28,7 +28,8 @@ from probewise import _json
 from probewise._validation import (
     checked_type,
     non_blank_str,
-    optional_non_negative_int,
+    non_negative_int,
+    optional,
 )
 from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError, TraceFormatError
 from probewise.throughput._kernel_rows import Exclusion, KernelRow, TableParts
@@ -101,7 +102,7 @@ class LabelledRow:
     reason: str = attrs.field(validator=non_blank_str)
     self_device_us: float | None = attrs.field(validator=_finite_or_none)
     device_total_us: float | None = attrs.field(validator=_finite_or_none)
-    calls: int | None = attrs.field(validator=optional_non_negative_int)
+    calls: int | None = attrs.field(validator=optional(non_negative_int))
     truncated: bool = attrs.field(validator=checked_type(bool))
     counted: bool = attrs.field(validator=checked_type(bool))
 
