@@ -135,11 +135,25 @@ def reference_classify(text: str, rubric: Rubric, truncated: bool = False) -> Ou
     return Complied(truncated=truncated)
 
 
+def reference_sentences_end(text: str, sentences: int) -> int:
+    """The end of the ``sentences``-th sentence end, one search at a time, or -1."""
+    at = 0
+    for _ in range(sentences):
+        match = classify_module._SENTENCE_END.search(text, at)
+        if match is None:
+            return -1
+        at = match.end()
+    return at
+
+
 def reference_opening(text: str, limit: int, sentences: int = 2) -> str:
     head = reference_normalise(text[: 2 * limit])
     if len(head) < limit and len(text) > 2 * limit:
         head = reference_normalise(text)
-    return classify_module._opening(head, limit, sentences) if head else ""
+    if not head:
+        return ""
+    end = reference_sentences_end(head[:limit], sentences)
+    return head[:limit] if end < 0 else head[:end]
 
 
 def reference_sequel(text: str, opening: str, rubric: Rubric) -> str:
@@ -276,6 +290,17 @@ later_texts = st.builds(
 @given(texts)
 def test_normalise_is_the_reference(text: str) -> None:
     assert normalise(text) == reference_normalise(text), "normalise changed"
+
+
+@QUIET
+@given(
+    st.one_of(texts, long_texts, st.text(alphabet=" .!?a\n", max_size=40)),
+    st.integers(0, 4),
+)
+def test_sentence_ends_are_the_reference(text: str, sentences: int) -> None:
+    text = normalise(text) if sentences % 2 else text  # (normalised or not: the same)
+    want = reference_sentences_end(text, sentences)
+    assert classify_module._sentences_end(text, sentences) == want, "sentence end differs"
 
 
 @QUIET

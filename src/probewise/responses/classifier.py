@@ -104,28 +104,37 @@ def normalise(text: str) -> str:
         for curly, straight in _QUOTES:
             if curly in text:
                 text = text.replace(curly, straight)
-    # Printable text has no whitespace but " " (and no format or control characters):
-    # with no run of spaces and none at either end it is already collapsed.
-    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
-        return text
-    text = " ".join(text.split())
-    # After collapsing whitespace only format and control characters are left that
-    # are not printable: the (slower) removal runs only when there are some.
     if not text.isprintable():
-        text = " ".join(_INVISIBLE.sub("", text).split())
-    return text
+        # Line breaks and tabs are the usual characters that are not printable: made
+        # spaces here (far cheaper than splitting into words and joining them again).
+        text = text.replace("\n", " ").replace("\t", " ").replace("\r", " ")
+        if not text.isprintable():  # other whitespace, format or control characters
+            text = " ".join(text.split())
+            # After collapsing whitespace only format and control characters are left
+            # that are not printable: the (slower) removal runs only when there are some.
+            if not text.isprintable():
+                text = " ".join(_INVISIBLE.sub("", text).split())
+            return text
+    # Printable text has no whitespace but " " (and no format or control characters):
+    # collapsing it is folding runs of spaces and stripping the ends. (A run of n
+    # spaces takes about log2(n) passes.)
+    while "  " in text:
+        text = text.replace("  ", " ")
+    return text.strip(" ")
+
+
+# The first n sentences at once, for n up to four (one match, not n searches): a
+# sentence is what comes before a sentence end (a ".", "!" or "?" followed by a space
+# or the end), possessively, so a text with fewer ends fails in one pass.
+_SENTENCE = r"[^.!?]*+(?:[.!?](?! |$)[^.!?]*+)*+[.!?](?= |$)"
+_FIRST_SENTENCES = tuple(re.compile(f"(?:{_SENTENCE}){{{n}}}") for n in range(5))
 
 
 def _sentences_end(text: str, sentences: int) -> int:
     """Where the first ``sentences`` sentences of ``text`` end (the end of the
     ``sentences``-th match of ``_SENTENCE_END``), or -1 when it has fewer."""
-    at = 0
-    for _ in range(sentences):
-        match = _SENTENCE_END.search(text, at)
-        if match is None:
-            return -1
-        at = match.end()
-    return at
+    match = _FIRST_SENTENCES[sentences].match(text)
+    return -1 if match is None else match.end()
 
 
 def _opening(text: str, limit: int, sentences: int = 2) -> str:
