@@ -64,7 +64,7 @@ def _is_int(value: object) -> bool:
 # --------------------------------------------------------------------------- types
 
 
-def checked_type(kind: type[_T]) -> Callable[[object, attrs.Attribute[_T], _T], None]:
+def checked_type(kind: type[_T]) -> Validator[_T]:
     """Like ``attrs.validators.instance_of``, but raises
     :class:`~probewise.errors.ArgumentTypeError` and reports the wrong value's type only."""
 
@@ -283,7 +283,6 @@ def length_int(_instance: object, attribute: attrs.Attribute[int], value: int) -
 
 def rubric_timeout(_instance: object, _attribute: attrs.Attribute[float], value: object) -> None:
     """Rubric.timeout: a positive number of seconds (TypeError for a non-number)."""
-
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ArgumentTypeError(f"Rubric.timeout must be a number, got {type(value).__name__}")
     if not value > 0:

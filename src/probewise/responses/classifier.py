@@ -126,7 +126,7 @@ def normalise(text: str) -> str:
 # The first n sentences at once, for n up to four (one match, not n searches): a
 # sentence is what comes before a sentence end (a ".", "!" or "?" followed by a space
 # or the end), possessively, so a text with fewer ends fails in one pass.
-_SENTENCE = r"[^.!?]*+(?:[.!?](?! |$)[^.!?]*+)*+[.!?](?= |$)"
+_SENTENCE = rf"[^.!?]*+(?:[.!?](?! |$)[^.!?]*+)*+{_SENTENCE_END.pattern}"
 _FIRST_SENTENCES = tuple(re.compile(f"(?:{_SENTENCE}){{{n}}}") for n in range(5))
 
 
