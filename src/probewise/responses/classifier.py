@@ -130,10 +130,18 @@ _SENTENCE = rf"[^.!?]*+(?:[.!?](?! |$)[^.!?]*+)*+{_SENTENCE_END.pattern}"
 _FIRST_SENTENCES = tuple(re.compile(f"(?:{_SENTENCE}){{{n}}}") for n in range(5))
 
 
-def _sentences_end(text: str, sentences: int) -> int:
+def _sentences_end(text: str, sentences: int, known: tuple[int, int] = (0, 0)) -> int:
     """Where the first ``sentences`` sentences of ``text`` end (the end of the
-    ``sentences``-th match of ``_SENTENCE_END``), or -1 when it has fewer."""
-    match = _FIRST_SENTENCES[sentences].match(text)
+    ``sentences``-th match of ``_SENTENCE_END``), or -1 when it has fewer.
+
+    ``known``: ``(k, at)`` where the first ``k`` sentences of ``text`` are known to end
+    at ``at`` (and a space follows): the search goes on from there (for ``k`` up to
+    ``sentences``; else from the start)."""
+    ends, at = known
+    if 0 < ends <= sentences and at < len(text):
+        match = _FIRST_SENTENCES[sentences - ends].match(text, at)
+    else:
+        match = _FIRST_SENTENCES[sentences].match(text)
     return -1 if match is None else match.end()
 
 
@@ -163,10 +171,13 @@ def _normalise_upto(raw: str, end: int, clock: _Clock | None, done: str = "", at
     return _join(done, normalise(raw[at:end]))
 
 
-# What _opening_of normalised on the way: (done, at) with done == normalise(raw[:at])
-# and raw[at] a space (or at == 0, or at == len(raw)): a later read of the same text
-# goes on from there.
-_Read = tuple[str, int]
+# What _opening_of normalised on the way: (done, at, known) with done ==
+# normalise(raw[:at]) and raw[at] a space (or at == 0, or at == len(raw)), and known ==
+# (k, end): the first k sentences of done end at end, followed by a space (or (0, 0)).
+# A later read of the same text goes on from there (what follows done cannot move a
+# sentence end that a space already follows).
+_Read = tuple[str, int, tuple[int, int]]
+_UNREAD: _Read = ("", 0, (0, 0))
 
 
 def _opening_of(
@@ -175,7 +186,7 @@ def _opening_of(
     clock: _Clock | None = None,
     *,
     sentences: int = 2,
-    read: _Read = ("", 0),
+    read: _Read = _UNREAD,
 ) -> tuple[str, str | None, _Read]:
     """The opening of ``raw`` (blank for a blank text) and, when it was worked out on
     the way, the whole normalised text; and what it normalised (see ``_Read``), for a
@@ -197,16 +208,16 @@ def _opening_of(
     """
     prefix = 2 * limit
     end = min(len(raw), prefix)
-    done, at = read  # done == normalise(raw[:at]); raw[at] is a space when 0 < at < len
+    done, at, known = read  # (see _Read)
     want = max(_FIRST_CUT, 2 * at)
     while True:
         if at:  # settled by what is normalised so far?
             head = done[:limit]
-            settled = _sentences_end(head, sentences)
+            settled = _sentences_end(head, sentences, known)
             if 0 <= settled < len(head):
-                return head[:settled], None, (done, at)
+                return head[:settled], None, (done, at, (sentences, settled))
             if len(done) >= limit:
-                return _opening(done, limit, sentences), None, (done, at)
+                return _opening(done, limit, sentences), None, (done, at, known)
         cut = raw.find(" ", want, end) if want < end else -1
         if cut == -1:
             break
@@ -217,14 +228,14 @@ def _opening_of(
         return _opening(done, limit, sentences), done, read
     head = _join(done, normalise(raw[at:prefix]))
     whole: str | None = head if len(raw) <= prefix else None
-    state: _Read = (head, len(raw)) if whole is not None else (done, at)
+    state: _Read = (head, len(raw), known) if whole is not None else (done, at, known)
     reach = prefix
     if len(head) < limit and whole is None:
         reach = bound = _prefix_chars(limit)
         head = _normalise_upto(raw, min(len(raw), bound), clock, done, at)
         whole = head if len(raw) <= bound else None
         if whole is not None:
-            state = (whole, len(raw))
+            state = (whole, len(raw), known)
     _reach.reads(reach, len(raw))  # (the early returns above settled inside raw[:cut + 1])
     return (_opening(head, limit, sentences) if head else ""), whole, state
 
@@ -424,7 +435,7 @@ def _answer(
     and whether a tag opened it. Its opening is read in the model's own voice (see
     :mod:`._voice`), unless the rubric says not to."""
     opening, tagged = "", False
-    read: _Read = ("", 0)
+    read = _UNREAD
     if rubric.own_voice:
         _reach.reads(_voice.NEAR, len(raw))  # (what plain() reads)
     if rubric.own_voice and not _voice.plain(raw):
@@ -434,7 +445,7 @@ def _answer(
             if opening:  # (a reply that is all tags is read as it is)
                 raw, tagged = own
             else:
-                read = ("", 0)
+                read = _UNREAD
     if not opening:
         opening, _, read = _opening_of(raw, rubric.opening_chars, clock, read=read)
         if not opening:
