@@ -19,6 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import probewise.errors as errors
+
+# Private: each shared validator is called on its own; the public classes each use only a few.
 from probewise import _validation as v
 from probewise.errors import ArgumentTypeError, InvalidInputError, ProbewiseError
 

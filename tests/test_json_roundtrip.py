@@ -36,6 +36,8 @@ from hypothesis import given, settings
 
 import probewise.responses as responses
 import probewise.throughput as throughput
+
+# Private: every to_dict is held to the one JSON path, _json, whose structure() is not public.
 from probewise import _json
 from probewise.errors import DamageKind, InvalidInputError
 from probewise.responses import (

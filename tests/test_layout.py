@@ -1,4 +1,4 @@
-"""The shape of the source tree (issue 22): sizes, the module graph, and who may import what.
+"""The shape of the source tree: sizes, the module graph, and who may import what.
 
 Read from the AST of ``src/probewise``; nothing is imported. Each rule is stated in
 docs/contributing.md, where a new probe is placed.
@@ -18,6 +18,8 @@ docs/contributing.md, where a new probe is placed.
   subpackage that holds it. The shared base at the top (``SHARED_BASE``:
   ``_validation``, ``_json``, ``_extras``, ``_files``, ``_lazy``,
   ``_progress``) is the one exception.
+- A test under ``tests/`` that imports a private probewise module or name says why, in
+  a ``# Private:`` comment above the import (read from the tests' AST, likewise).
 """
 
 from __future__ import annotations
@@ -262,3 +264,68 @@ def test_the_test_folders_mirror_the_packages() -> None:
         folder.relative_to(SRC) for folder in SRC.rglob("*") if (folder / "__init__.py").exists()
     }
     assert folders - packages == set()
+
+
+def _reaches_private(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.Import):
+        paths = [alias.name for alias in node.names]
+    else:
+        paths = [f"{node.module or ''}.{alias.name}" for alias in node.names]
+    return any(
+        path.startswith("probewise.") and any(_private(part) for part in path.split("."))
+        for path in paths
+    )
+
+
+def _unexplained_private_imports(path: Path) -> list[int]:
+    """Lines of ``path`` importing a private probewise module or name with no reason given.
+
+    A reason is a ``# Private:`` comment on the line above the import, or above the run
+    of private imports it stands in (one reason may cover the private imports it heads)."""
+    lines = path.read_text().splitlines()
+    imports = [
+        node
+        for node in ast.walk(ast.parse("\n".join(lines), str(path)))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+    ]
+    starts = {  # every line of a private import -> its first line
+        line: node.lineno
+        for node in imports
+        if _reaches_private(node)
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    }
+    wrong: list[int] = []
+    for node in imports:
+        if not _reaches_private(node):
+            continue
+        above = node.lineno - 1  # lines are counted from 1
+        while above in starts:
+            above = starts[above] - 1
+        if not (above >= 1 and lines[above - 1].strip().startswith("# Private:")):
+            wrong.append(node.lineno)
+    return wrong
+
+
+def test_a_test_says_why_it_reaches_a_private_name() -> None:
+    """A test that imports a private module or name says why in one line above it, so the
+    names the code should be free to move are pinned only where a reason was written."""
+    tests = Path(__file__).resolve().parent
+    wrong = [
+        f"{path.relative_to(tests)}:{line}"
+        for path in sorted(tests.rglob("*.py"))
+        for line in _unexplained_private_imports(path)
+    ]
+    assert wrong == []
+
+
+def test_the_reason_finder_finds_an_unexplained_import(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import json\n"
+        "from probewise.responses import _gates\n"
+        "# Private: the scanner is patched.\n"
+        "from probewise.throughput.readers import _native\n"
+        "from probewise.throughput.readers._native import SCAN\n"
+        "from probewise import Rubric\n"
+    )
+    assert _unexplained_private_imports(probe) == [2]

@@ -27,6 +27,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probewise import MissingExtraError, ProbewiseError
+
+# Private: requires() is tried with every module of every extra (_PROVIDES), not only those hit.
 from probewise._extras import _PROVIDES, Extra, requires
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -577,6 +577,8 @@ def test_version_names_the_trace_reader(
 ) -> None:
     from probewise import __version__
     from probewise.throughput import TraceReader, trace_reader
+
+    # Private: the scanner's SCAN and BUILT are patched, so each reader --version names is seen.
     from probewise.throughput.readers import _native
 
     def never(*_args: object) -> None:
@@ -598,6 +600,7 @@ def test_this_install_reports_its_own_scanner() -> None:
     from probewise.throughput import TraceReader, trace_reader
 
     try:
+        # Private: whether the compiled scanner imports is read apart from trace_reader().
         import probewise.throughput.readers._scan  # noqa: F401
     except ImportError:
         built = False

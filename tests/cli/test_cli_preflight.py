@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from probewise.cli import main
+
+# Private: --capability's parser is checked form by form, without a probe run for each.
 from probewise.cli._probe import parse_capability
 from probewise.cli.preflight import synthetic_lengths
 from probewise.errors import InvalidInputError
@@ -241,6 +243,7 @@ def test_preflight_tokenizer_folder_missing_is_one_line_and_exit_2(
 def test_masks_shows_progress_on_stderr_past_the_delay(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # Private: the progress delay is set to 0, so a small config shows the progress line.
     from probewise.throughput.attention import _recorder as _mask_recorder
 
     # A config with thousands of layers passes the 2 s delay; here the delay is 0.

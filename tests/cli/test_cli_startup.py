@@ -299,6 +299,7 @@ def test_the_top_level_reexports_from_the_faces_which_share_no_name() -> None:
 def test_a_face_that_writes_a_name_wrongly_is_refused(
     tmp_path: Path, block: str, problem: str
 ) -> None:
+    # Private: the faces' lazy-name reader is fed a hand-written broken face; no real face is one.
     from probewise._lazy import declared_names
 
     face = tmp_path / "__init__.py"

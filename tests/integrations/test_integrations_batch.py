@@ -9,6 +9,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from probewise.errors import InvalidInputError, UnsupportedModelError
+
+# Private: the batch reader runs on numpy batches built from scenarios, with no torch model.
 from probewise.integrations._batch import scenario_of_batch
 from probewise.throughput.attention._scenario import scenario_inputs
 from probewise.throughput.attention.masks import MaskScenario, Packing, Padding

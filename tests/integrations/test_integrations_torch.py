@@ -17,6 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probewise import CrossDocumentAttentionError, InvalidInputError, UnsupportedModelError
+
+# Private: the document reader is held to transformers' own on random positions, with no model.
 from probewise.integrations._batch import documents_of
 from probewise.integrations.torch import check_forward, forward_scenario
 from probewise.throughput.attention.masks import Packing, Padding

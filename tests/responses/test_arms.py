@@ -16,6 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probewise import ArmTally, Completion, ControlState, FinishReason, Rubric, classify
+
+# Private: counting what a checkpoint holds needs the journal's reader; run_arm only resumes.
 from probewise.responses import _journal
 from probewise.responses.arms import run_arm, run_paired
 from probewise.responses.stats import OutcomeBucket

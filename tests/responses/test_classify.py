@@ -23,6 +23,8 @@ from probewise import (
     classify,
 )
 from probewise.responses import normalise
+
+# Private: the combined prefilters are held to rule-by-rule matching; classify() hides a wrong one.
 from probewise.responses._matcher import DEFLECTION, REFUSAL, plan_of
 
 

@@ -39,8 +39,12 @@ from probewise import (
     Rule,
     classify,
 )
+
+# Private: the gates and prefilters are held to the reference; classify() shows them only in speed.
 from probewise.responses import _gates, normalise
 from probewise.responses import classifier as classify_module
+
+# Private: the compiled gates and the matcher's combined patterns, each held to its rules.
 from probewise.responses._gates import CASE_TWINS as _CASE_TWINS
 from probewise.responses._gates import LETTER_RUNS as _LETTER_RUNS
 from probewise.responses._gates import derive_gate as _gate

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from probewise import Refused, Rubric, Rule, classify
 from probewise.responses import classifier as classify_module
 from probewise.responses import normalise
+
+# Private: each step of the matcher is held to its plain pattern, which classify() never runs.
 from probewise.responses._gates import CASE_TWINS
 from probewise.responses._matcher import DEFLECTION, REFUSAL, Step, plan_of
 from probewise.responses._patterns import caseless, split_guard

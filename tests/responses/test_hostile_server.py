@@ -31,6 +31,8 @@ from probewise.errors import (
     UnknownFinishReasonError,
 )
 from probewise.responses.decide import StopWhenDecided
+
+# Private: that a date past the calendar is ignored shows only in the parser's return value.
 from probewise.responses.generators import _retry_after
 
 PASSWORD = "pw-d41d8cd9"

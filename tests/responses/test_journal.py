@@ -30,6 +30,8 @@ from probewise import (
     run_arm,
 )
 from probewise.errors import CheckpointMismatchError
+
+# Private: the checkpoint format is tested at its reader and writer; run_arm only resumes from it.
 from probewise.responses import _journal as journal_module
 
 AXIS_RULE = Rule("axis.step", r"\bstep\b")

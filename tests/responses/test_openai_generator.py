@@ -40,6 +40,8 @@ from probewise.errors import (
     ServerStatusError,
     ServerTimeoutError,
 )
+
+# Private: header values and arbitrary bodies go to their parsers directly, no server per example.
 from probewise.responses.generators import BatchGenerate, _parse, _retry_after
 
 

@@ -13,6 +13,8 @@ import pytest
 
 from probewise import Rubric, RubricError, Rule, classify
 from probewise.responses import rules as _rules
+
+# Private: fresh shipped rules are vetted as shipped, and the plan shows when prefilters get built.
 from probewise.responses._gates import vet_shipped as _vet_shipped
 from probewise.responses._matcher import DEFLECTION, PREAMBLE, REFUSAL, plan_of
 from probewise.responses.default_rules import (

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from probewise import Rubric, Rule
+
+# Private: the stored gates file is compared with what the gate compiler derives; none is public.
 from probewise.responses import _gates
 from probewise.responses._gates import derive_gate as _gate
 from probewise.responses._gates import gate_of

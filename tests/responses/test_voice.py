@@ -231,6 +231,7 @@ def test_own_voice_must_be_a_bool() -> None:
 def test_the_quick_name_check_lets_every_name_tag_through(name: str, rest: str) -> None:
     # voice() skips the full scan when a text that opens with an ASCII letter fails the
     # loose _NAME_LIKE check: every name tag the full scan sets aside must pass it.
+    # Private: the loose name check and the full item pattern are held to each other.
     from probewise.responses import _voice
 
     text = f"{name}: {rest}"

@@ -22,6 +22,8 @@ from probewise.throughput import (
     bundled_configs,
     measure_bytes_per_logit,
 )
+
+# Private: the dtype namer is shared by two probes, and tested once here for both.
 from probewise.throughput._torch_dtype import torch_dtype_name
 
 LOGITS = {

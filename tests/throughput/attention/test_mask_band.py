@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise import InvalidInputError
+
+# Private: the band reader is held to brute-force masks; probe_masks shows only each layer's band.
 from probewise.throughput.attention._band import Band, BandKind, analyse_band, crosses_documents
 
 BoolArray = npt.NDArray[np.bool_]

@@ -20,11 +20,13 @@ from probewise.throughput import MaskScenario, probe_masks
 
 pytest.importorskip("transformers")
 
+# Private: the layer limits (_bounds) are lowered or read, so a small config meets them.
 from probewise.throughput.attention import _bounds  # needs transformers
 
 
 def _bundled(name: str) -> dict[str, object]:
     # The bundled configs' reader, private: it moved from masks into the config stage.
+    # Private: the bundled configs are read as raw dicts, to be bent out of range.
     from probewise.throughput.attention._bundled import bundled_config as _resolve_config
 
     data = _resolve_config(name)

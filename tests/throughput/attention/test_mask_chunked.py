@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from test_mask_band import reconstruct
 from test_mask_intervals import dense_of
 
+# Private: the band reader is held to chunked masks built by definition, not only a model's.
 from probewise.throughput.attention._band import BandKind, RowIntervals, analyse_band
 
 BoolArray = npt.NDArray[np.bool_]
@@ -168,6 +169,7 @@ torch = pytest.importorskip("torch")
 def test_transformers_chunked_masks_read_as_intervals(data: st.DataObject) -> None:
     """transformers' own chunked function (left padding, or packed and remapped) built
     dense by its ``sdpa_mask`` equals the intervals the probe reads; the band says chunked."""
+    # Private: the stand-in sdpa_mask runs beside transformers' own to compare what each holds.
     from probewise.throughput.attention import _stand_ins
 
     batch = data.draw(st.integers(1, 2))

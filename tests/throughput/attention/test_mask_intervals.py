@@ -24,12 +24,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+# Private: the band reader and _probe(dense_masks=True) give the dense ground truth to compare.
 from probewise.throughput.attention._band import RowIntervals, analyse_band, crosses_documents
 from probewise.throughput.attention.masks import MaskScenario, Packing, Padding, _probe
 
 torch = pytest.importorskip("torch")
 masking_utils = pytest.importorskip("transformers.masking_utils")
 
+# Private: the recorder's dense read is patched to fail; stand-in masks are built beside real ones.
 from probewise.throughput.attention import _recorder as _mask_recorder  # noqa: E402  (needs torch)
 from probewise.throughput.attention import _stand_ins  # noqa: E402  (needs torch)
 
@@ -331,6 +333,7 @@ def test_flex_blocks_of_row_intervals_equal_those_of_their_dense_mask(
 ) -> None:
     """The O(length) block count (whole blocks by difference array, cut ends by prefix
     sums) against the plain sum over the dense mask, on any interval mask."""
+    # Private: the flex block count is held to the plain sum over the dense mask, on any mask drawn.
     from probewise.throughput.attention._paths import flex_blocks
 
     mask, _documents = case

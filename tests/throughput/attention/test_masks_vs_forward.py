@@ -349,6 +349,7 @@ def test_llama4_chunked_layers_read_as_chunked(
     """Llama 4's chunked layers (chunks of 8 here): the band is chunked with its size,
     the packed documents are counted as documents (3, not the 5 blocks the mask has),
     and it is the band of the very mask the real forward hands SDPA."""
+    # Private: the band reader reads the real forward's mask, to compare with the band reported.
     from probewise.throughput.attention._band import BandKind, analyse_band
 
     name = "llama4-scout"

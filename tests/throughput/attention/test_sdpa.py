@@ -16,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise.errors import InvalidInputError
+
+# Private: two shared rules are held to torch's CPU dispatcher, which runs just those checks.
 from probewise.throughput.attention.sdpa import (
     DEFAULT_ENVIRONMENT,
     RULES_VERSION,

@@ -22,6 +22,7 @@ from _trace_gen import (
 )
 from hypothesis import HealthCheck, given, settings
 
+# Private: the fast path is turned off or counted, and the scanner off, to compare the paths.
 from probewise.throughput.readers import _fastpath, _native
 
 

@@ -34,6 +34,7 @@ from _trace_gen import (
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+# Private: the compiled scan is held to the pure-Python path it stands in for.
 from probewise.throughput.readers import _native, _totals
 from probewise.throughput.readers._native import Scan
 from probewise.throughput.readers._steps import step_names
@@ -326,6 +327,7 @@ def test_damaged_runs_are_declined_or_read_exactly(
 
 @given(data=st.binary(max_size=300))
 def test_its_crc32_is_zlibs(data: bytes) -> None:
+    # Private: the compiled module's own crc32, against zlib's.
     from probewise.throughput.readers import _scan
 
     assert _scan.crc32(data) == zlib.crc32(data)

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from probewise.errors import TraceFormatError
 from probewise.throughput import KernelTable
+
+# Private: the spill threshold is lowered and its store counted, to reach it on small traces.
 from probewise.throughput.readers import _events, _spill, _totals
 from probewise.throughput.trace_sets import read_chrome_trace
 

@@ -493,6 +493,7 @@ def big_trace(path: Path, copies: int, *, poison: bytes = b"") -> Path:
 
 @pytest.fixture
 def parallel_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Private: the parallel read's thresholds are lowered, so small traces take it.
     import probewise.throughput.readers._events as traces_module
 
     monkeypatch.setattr(traces_module, "_PARALLEL_MIN_BYTES", 0)
@@ -768,6 +769,7 @@ def test_gzip_reads_as_plain_and_damage_is_the_same_with_any_inflater(
     import functools
     import zlib
 
+    # Private: the worker count a read picks is checked apart from the read.
     from probewise.throughput.readers import _source as reader
 
     if not fast:  # python-isal or zlib-ng may be installed: check stdlib zlib too

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 from probewise import KernelKind, KernelTable, ProbewiseError, TraceFormatError
 from probewise.errors import DamageKind
+
+# Private: each bound is read by the compiled scanner and, with it patched out, by pure Python.
 from probewise.throughput.readers import _native
 
 _STEP = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 0, "tid": 1}
