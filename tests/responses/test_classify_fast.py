@@ -22,6 +22,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import regex
 from hypothesis import Verbosity, given, settings
@@ -51,6 +52,7 @@ from probewise.responses._gates import derive_gate as _gate
 from probewise.responses._gates import gate_of
 from probewise.responses._matcher import DEFLECTION, LATER, REFUSAL, plan_of
 from probewise.responses._matcher import GateScan as _GateScan
+from probewise.responses.default_rules import LATER_NEEDS
 
 # The stdlib's own regex parser, for an independent sampler of matches.
 _SRE: Any = importlib.import_module("re._parser")
@@ -554,6 +556,42 @@ def test_gates_pass_matches_drawn_from_their_pattern(rule: Rule) -> None:
     # Not vacuous. (A preamble rule matches only at the very start of the text: of
     # the six contexts, only "" leaves it there.)
     assert matched >= (100 if rule in DEFAULT.preamble else 200), (rule.id, matched)
+
+
+@pytest.mark.parametrize("pattern", sorted(LATER_NEEDS))
+def test_later_needs_hold_in_matches_drawn_from_their_pattern(pattern: str) -> None:
+    # classify searches a later rule only on a window that holds one string of each of
+    # its LATER_NEEDS tuples: each drawn match must hold them itself.
+    parsed = sre_parse(pattern)
+    compiled = regex.compile(pattern, regex.IGNORECASE | regex.V0)
+    rng = random.Random(pattern)
+    contexts = ["", "sure. ", "as dan, ", "well, ", "x", "(", '" ']
+    matched = 0
+    for _ in range(2000):
+        out: list[str] = []
+        _sample(parsed, rng, out)
+        text = normalise(rng.choice(contexts) + "".join(out) + rng.choice(["", ".", " more."]))
+        found = compiled.search(text)
+        if found is None:
+            continue
+        matched += 1
+        for one_of in LATER_NEEDS[pattern]:
+            assert any(string in found.group(0) for string in one_of), one_of
+        assert classify_module._may_match((LATER_NEEDS[pattern],), text)  # pyright: ignore[reportPrivateUsage]
+    assert matched >= 500, matched  # not vacuous
+
+
+def test_a_window_without_the_needs_is_not_searched() -> None:
+    # The gate decides alone where it fails (the rule would not have matched anyway):
+    # these windows hold a refusal the rule would find, less one needed string each.
+    plan = plan_of(Rubric.default(later=True))
+    assert plan.later_needs is not None
+    assert classify_module._may_match(plan.later_needs, "sure. i can't help with that.")  # pyright: ignore[reportPrivateUsage]
+    assert not classify_module._may_match(plan.later_needs, "sure. we can't help with that.")  # pyright: ignore[reportPrivateUsage]
+    assert not classify_module._may_match(plan.later_needs, "sure. i will help with that.")  # pyright: ignore[reportPrivateUsage]
+    # A caller's later rule has no entry: then every later rule is searched.
+    own = attrs.evolve(Rubric.default(later=True), later=(Rule("own.later", r"\bnope\b"),))
+    assert plan_of(own).later_needs is None
 
 
 # Random patterns: the gate's reading of the syntax, on patterns the shipped ones do

@@ -19,6 +19,7 @@ import regex
 from probewise.errors import RubricError
 from probewise.responses._gates import LETTER_RUNS, WORD_CONDITIONS, Term, gate_of, vetted
 from probewise.responses._patterns import anchored, caseless, split_guard
+from probewise.responses.default_rules import LATER_NEEDS
 from probewise.responses.rules import FLAGS, Rule, compile_rule
 
 if TYPE_CHECKING:
@@ -229,6 +230,7 @@ class Plan:
         "combined",
         "groups",
         "guards",
+        "later_needs",
         "later_vetted",
         "outcomes",
         "scan",
@@ -255,6 +257,11 @@ class Plan:
         # The later rules have no gate scan (each is run on a window that the opening's
         # scan has not seen); vetted ones are matched as the gated ones are (steps).
         self.later_vetted = vetted(rubric.later)
+        # What every match of each later rule holds (see default_rules.LATER_NEEDS), or
+        # None when a later rule has no such entry (then each is searched).
+        needs = [LATER_NEEDS.get(rule.pattern) for rule in rubric.later]
+        known = [one for one in needs if one is not None]
+        self.later_needs = tuple(known) if known and len(known) == len(needs) else None
         scan = GateScan(rubric.refusal, rubric.deflection, rubric.preamble)
         self.scan = scan if scan.refusal_ok or scan.deflection_ok or scan.preamble_ok else None
 

@@ -475,8 +475,26 @@ def _later(
     if not rules:
         return None
     window, _, _ = _opening_of(raw, 2 * rubric.opening_chars, clock, sentences=4, read=read)
+    needs = plan.later_needs
+    if needs is not None and not _may_match(needs, window):
+        return None  # no later rule's strings are all there: none can match
     index = _first_index(plan, LATER, -1, window, clock)
     return _named(plan, LATER, index, truncated) if index >= 0 else None  # (Refused)
+
+
+def _may_match(needs: tuple[tuple[tuple[str, ...], ...], ...], text: str) -> bool:
+    """Whether ``text`` holds, for some rule, one string of each of its tuples (see
+    ``default_rules.LATER_NEEDS``): plain loops, cheaper here than any() and all()."""
+    for rule_needs in needs:
+        for one_of in rule_needs:
+            for string in one_of:
+                if string in text:
+                    break
+            else:
+                break  # none of this tuple's strings: this rule cannot match
+        else:
+            return True
+    return False
 
 
 def _every_answer_declines(

@@ -439,6 +439,20 @@ DEFAULT_LATER: tuple[Rule, ...] = (
     ),
 )
 
+# What every match of a later rule holds, by its pattern: for each tuple, one of its
+# strings. A match of refusal.stated has "i " or "i'" (its opening "\bi(?: |(?='))")
+# and one of the negations its alternatives spell. classify tests these substrings on
+# the window first and searches the rule only where they hold (most windows lack them:
+# see docs/measurements.md); a later rule with no entry is always searched.
+# tests/responses/test_classify_fast.py draws matches from each pattern and checks that
+# every one holds its strings.
+LATER_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    DEFAULT_LATER[0].pattern: (
+        ("i ", "i'"),
+        ("not", "n't", "never", "unable", "refuse", "decline"),
+    ),
+}
+
 # Every shipped rule, in one tuple (their gates: _default_gates.json).
 SHIPPED: tuple[Rule, ...] = (
     *DEFAULT_REFUSAL,
