@@ -224,6 +224,46 @@ def test_a_wrong_typed_value_is_reported_by_type_never_echoed(name: str, text: s
     assert "str" in message
 
 
+#: The validators for fields that have always refused any bad value with ValueError.
+_VALUE_ERROR_ALWAYS = {"non_negative_int", "non_empty_str", "non_blank_str"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in _RANGED if not n.startswith("optional(")))
+def test_every_wrong_type_is_an_argument_type_error(name: str) -> None:
+    # One convention: a wrong type is an ArgumentTypeError; where the field always raised
+    # ValueError it is an ArgumentTypeValueError, an InvalidInputError as well.
+    validator, _bad, _base = _RANGED[name]
+    wrong = b"bytes" if name.startswith("checked_type") else object()
+    with pytest.raises(ArgumentTypeError) as caught:
+        _holder(validator)(field=wrong)
+    legacy = name in _VALUE_ERROR_ALWAYS
+    assert isinstance(caught.value, InvalidInputError) is legacy, type(caught.value)
+    assert (type(caught.value) is errors.ArgumentTypeValueError) is legacy
+
+
+@pytest.mark.parametrize(
+    ("validator", "value"),
+    [
+        (v.strict_int, 1.5),
+        (v.true_or_false, "yes"),
+        (v.length_int, "8"),
+    ],
+)
+def test_the_fields_that_raised_value_error_still_do_for_a_wrong_type(
+    validator: _Validator, value: object
+) -> None:
+    with pytest.raises(errors.ArgumentTypeValueError) as caught:
+        _holder(validator)(field=value)
+    assert isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, TypeError)
+    assert repr(value) not in str(caught.value)  # named by its type only
+
+
+def test_int_at_least_refuses_a_wrong_type_as_both() -> None:
+    with pytest.raises(errors.ArgumentTypeValueError, match=r"^n must be an int >= 1, got str$"):
+        v.int_at_least("n", "3", 1)
+
+
 @given(value=st.one_of(st.text(), st.binary(), st.lists(st.integers())))
 def test_a_value_that_does_not_compare_is_an_argument_type_error(value: object) -> None:
     # Before the shared set these escaped as the bare TypeError of ``value < 0``.

@@ -21,6 +21,7 @@ from probewise._lazy import LazyFace
 if TYPE_CHECKING:
     from probewise.errors import (
         ArgumentTypeError as ArgumentTypeError,
+        ArgumentTypeValueError as ArgumentTypeValueError,
         CalibrationError as CalibrationError,
         CheckpointInUseError as CheckpointInUseError,
         CheckpointMismatchError as CheckpointMismatchError,

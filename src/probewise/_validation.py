@@ -6,9 +6,12 @@ wrong type and :class:`~probewise.errors.InvalidInputError` (a :class:`ValueErro
 for a value outside the accepted range. A wrong-typed value is reported by its type
 only, never echoed (it might be completion text); numbers outside a range are shown.
 
-Some validators keep the builtin base the field always had: those marked "ValueError
-for any bad value" refuse a wrong type with :class:`InvalidInputError` too, so code
-that catches :class:`ValueError` around them keeps working.
+A wrong type is always an :class:`ArgumentTypeError`. The validators marked "ValueError
+for any bad value" serve fields that have always refused any bad value with
+:class:`ValueError`: their wrong type is an
+:class:`~probewise.errors.ArgumentTypeValueError`, an :class:`ArgumentTypeError` that is
+an :class:`InvalidInputError` too, so code that catches :class:`ValueError` around them
+keeps working.
 """
 
 from __future__ import annotations
@@ -20,7 +23,12 @@ from typing import Any, TypeVar, cast
 
 import attrs
 
-from probewise.errors import ArgumentTypeError, InvalidInputError, RubricError
+from probewise.errors import (
+    ArgumentTypeError,
+    ArgumentTypeValueError,
+    InvalidInputError,
+    RubricError,
+)
 
 __all__ = [
     "MAX_LENGTH",
@@ -112,7 +120,7 @@ def count(instance: object, attribute: attrs.Attribute[int], value: object) -> N
 def non_negative_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """An int >= 0; ValueError for any bad value (the field's builtin base)."""
     if not _is_int(value):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{_qualified(instance, attribute)} must be a non-negative int, got {type(value).__name__}"
         )
     if cast("int", value) < 0:
@@ -189,7 +197,7 @@ def unit_or_nan(instance: object, attribute: attrs.Attribute[float], value: obje
 def non_empty_str(instance: object, attribute: attrs.Attribute[str], value: object) -> None:
     """A str with at least one character; ValueError for any bad value."""
     if not isinstance(value, str):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{_qualified(instance, attribute)} must be a non-empty str, got {type(value).__name__}"
         )
     if not value:
@@ -249,26 +257,29 @@ def shown_int(number: int) -> str:
 
 
 def strict_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    """An int (a bool is refused); the range is left to another validator."""
+    """An int (a bool is refused); the range is left to another validator. ValueError
+    for any bad value."""
     if not _is_int(value):
-        raise InvalidInputError(f"{attribute.name} must be an int, got {type(value).__name__}")
+        raise ArgumentTypeValueError(f"{attribute.name} must be an int, got {type(value).__name__}")
 
 
 def true_or_false(_instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
-    """A bool. (Its message shows the value too, as the mask scenario's always did.)"""
+    """A bool; ValueError for any bad value."""
     if not isinstance(value, bool):
-        raise InvalidInputError(
-            f"{attribute.name} must be True or False, got {type(value).__name__} {value!r}"
+        raise ArgumentTypeValueError(
+            f"{attribute.name} must be True or False, got {type(value).__name__}"
         )
 
 
 def length_int(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     """An int or a numpy integer (not a bool) in ``[1, MAX_LENGTH]``: a sequence length
-    or a batch size."""
+    or a batch size; ValueError for any bad value."""
     import numpy as np  # loaded already wherever a length is checked; not at import
 
     if isinstance(value, bool) or not isinstance(value, int | np.integer):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidInputError(f"{attribute.name} must be an int, got a {type(value).__name__}")
+        raise ArgumentTypeValueError(
+            f"{attribute.name} must be an int, got a {type(value).__name__}"
+        )
     if value < 1:
         raise InvalidInputError(f"{attribute.name} must be >= 1, got {shown_int(int(value))}")
     if value > MAX_LENGTH:
@@ -290,9 +301,12 @@ def rubric_timeout(_instance: object, _attribute: attrs.Attribute[float], value:
 
 
 def int_at_least(name: str, value: object, least: int) -> None:
-    """An int (not a bool) >= ``least``, for the argument ``name``; ValueError otherwise."""
+    """An int (not a bool) >= ``least``, for the argument ``name``; ValueError for any
+    bad value."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{name} must be an int >= {least}, got {type(value).__name__}")
+        raise ArgumentTypeValueError(
+            f"{name} must be an int >= {least}, got {type(value).__name__}"
+        )
     if value < least:
         raise InvalidInputError(f"{name} must be an int >= {least}, got {value}")
 

@@ -26,6 +26,7 @@ holds it to the classes below)::
 
     ProbewiseError (Exception)
       ArgumentTypeError (TypeError)
+        ArgumentTypeValueError
       CalibrationError (ValueError)
       CrossDocumentAttentionError (AssertionError)
       FastPathLostError (AssertionError)
@@ -51,6 +52,10 @@ holds it to the classes below)::
       SweepNoOpError (RuntimeError)
       TraceFormatError (ValueError)
 
+:class:`ArgumentTypeValueError` is an :class:`InvalidInputError` too (the tree draws the
+first base only): a wrong type always raises an :class:`ArgumentTypeError`, and where a
+field has always refused any bad value with :class:`ValueError`, that one.
+
 :class:`DamageKind` names what a damaged trace or table had wrong
 (:attr:`TraceFormatError.kind`).
 """
@@ -61,6 +66,7 @@ import enum
 
 __all__ = [
     "ArgumentTypeError",
+    "ArgumentTypeValueError",
     "CalibrationError",
     "CheckpointInUseError",
     "CheckpointMismatchError",
@@ -101,6 +107,14 @@ class InvalidInputError(ProbewiseError, ValueError):
 class ArgumentTypeError(ProbewiseError, TypeError):
     """An argument has the wrong type. The message names the argument and the type it
     got, never its value (which might be completion text)."""
+
+
+class ArgumentTypeValueError(ArgumentTypeError, InvalidInputError):
+    """An argument has the wrong type, where the field has always refused any bad value
+    with :class:`ValueError`: so it is both an :class:`ArgumentTypeError` (every wrong
+    type is one) and an :class:`InvalidInputError` (code that caught ``ValueError``
+    around the field keeps working), as numpy's ``AxisError`` is both a ``ValueError``
+    and an ``IndexError``."""
 
 
 class InputFileError(InvalidInputError, OSError):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from probewise.cli._jsonl import json_object, numbered_lines
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError
 
 if TYPE_CHECKING:
     from probewise.responses.calibration import Calibration, HumanLabel
@@ -111,7 +111,9 @@ def load_rubric(spec: str | None) -> Rubric:
         except Exception as error:
             raise InvalidInputError(f"--rubric: {spec}() raised {type(error).__name__}") from None
     if not isinstance(found, Rubric):
-        raise InvalidInputError(f"--rubric: {spec} is not a Rubric (got {type(found).__name__})")
+        raise ArgumentTypeValueError(
+            f"--rubric: {spec} is not a Rubric (got {type(found).__name__})"
+        )
     return found
 
 

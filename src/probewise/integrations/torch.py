@@ -27,7 +27,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, cast
 
 from probewise._extras import Extra, requires
-from probewise.errors import CrossDocumentAttentionError, InvalidInputError, UnsupportedModelError
+from probewise.errors import (
+    ArgumentTypeValueError,
+    CrossDocumentAttentionError,
+    InvalidInputError,
+    UnsupportedModelError,
+)
 from probewise.integrations._batch import scenario_of_batch
 from probewise.throughput.attention.masks import MaskReport, MaskScenario, probe_masks
 
@@ -103,7 +108,9 @@ def _use_cache(forward_kwargs: Mapping[str, object], batch: Mapping[str, object]
         value = where.get("use_cache")
         if value is not None:
             if not isinstance(value, bool):
-                raise InvalidInputError(f"use_cache must be True or False, got {value!r}")
+                raise ArgumentTypeValueError(
+                    f"use_cache must be True or False, got {type(value).__name__}"
+                )
             return value
     return None
 

@@ -9,7 +9,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import cast
 
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError
 from probewise.responses._http import shown_url
 from probewise.responses.outcome import FinishReason
 
@@ -41,7 +41,9 @@ def url_credentials(value: object) -> tuple[str, str] | None:
 def check_key(value: object) -> None:
     """Checks an API key without ever showing it."""
     if not isinstance(value, str):
-        raise InvalidInputError(f"api_key must be a string or None, got a {type(value).__name__}")
+        raise ArgumentTypeValueError(
+            f"api_key must be a string or None, got a {type(value).__name__}"
+        )
     if not value or not _KEY_CHARACTERS.issuperset(value):
         raise InvalidInputError(
             "api_key must be a non-empty string of visible ASCII characters (no space, "

@@ -21,7 +21,12 @@ from probewise import _json
 from probewise._validation import checked_type, two_sided_z
 from probewise._validation import count as _count
 from probewise._validation import unit_or_nan as _unit_or_nan
-from probewise.errors import ArgumentTypeError, CalibrationError, InvalidInputError
+from probewise.errors import (
+    ArgumentTypeError,
+    ArgumentTypeValueError,
+    CalibrationError,
+    InvalidInputError,
+)
 from probewise.responses.outcome import Complied, Deflected, Empty, Error, Outcome, Refused
 from probewise.responses.stats import ArmTally, Proportion
 
@@ -218,7 +223,9 @@ class CorrectedRate:
 
 def _difference_bound(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
     if not isinstance(value, float | int):
-        raise InvalidInputError(f"{attribute.name} must lie in [-1, 1], got {type(value).__name__}")
+        raise ArgumentTypeValueError(
+            f"{attribute.name} must lie in [-1, 1], got {type(value).__name__}"
+        )
     if not (math.isnan(value) or -1.0 <= value <= 1.0):
         raise InvalidInputError(f"{attribute.name} must lie in [-1, 1], got {value!r}")
 

@@ -55,6 +55,7 @@ from typing import (
 from probewise._extras import Extra, requires
 from probewise._validation import int_at_least
 from probewise.errors import (
+    ArgumentTypeValueError,
     EmptyChoicesError,
     InferenceServerError,
     InvalidInputError,
@@ -330,7 +331,7 @@ class OpenAICompatibleGenerator:
     ) -> None:
         credentials = url_credentials(base_url)
         if not isinstance(stream, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidInputError(f"stream must be a bool, got a {type(stream).__name__}")
+            raise ArgumentTypeValueError(f"stream must be a bool, got a {type(stream).__name__}")
         int_at_least("max_response_bytes", max_response_bytes, 1)
         finish = finish_map(finish_reasons, DEFAULT_FINISH_REASONS)
         check_text("model", model, what="the server's model name")
@@ -440,7 +441,9 @@ class OpenAICompatibleGenerator:
         stops = per_prompt(stop, len(batch))
         for prompt in batch:
             if not isinstance(prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise InvalidInputError(f"prompts must be strings, got a {type(prompt).__name__}")
+                raise ArgumentTypeValueError(
+                    f"prompts must be strings, got a {type(prompt).__name__}"
+                )
         if not batch:
             return []
         try:

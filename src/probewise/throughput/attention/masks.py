@@ -39,6 +39,7 @@ from probewise import _json
 from probewise._extras import Extra, requires
 from probewise._validation import non_negative, positive
 from probewise.errors import (
+    ArgumentTypeValueError,
     CrossDocumentAttentionError,
     FastPathLostError,
     InvalidInputError,
@@ -498,7 +499,9 @@ def _probe(
     """:func:`probe_masks`; ``dense_masks`` has transformers build every mask densely
     and reads those (the ground truth the structured reading is tested against)."""
     if not isinstance(cast("object", scenario), MaskScenario):
-        raise InvalidInputError(f"scenario must be a MaskScenario, got {type(scenario).__name__}")
+        raise ArgumentTypeValueError(
+            f"scenario must be a MaskScenario, got {type(scenario).__name__}"
+        )
     attention_dtype = AttentionDtype.parse(dtype)
     capability = as_capability(capability)  # before the probe runs, not after
     with requires(Extra.TORCH, "probe_masks"):

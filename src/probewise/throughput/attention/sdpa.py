@@ -22,7 +22,7 @@ from typing import Final, assert_never, final
 import attrs
 
 from probewise._validation import checked_type, positive, strict_int
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError
 from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
 
 __all__ = [
@@ -155,12 +155,14 @@ def _is_sequence(value: object) -> bool:
 
 def _strict_bool(_instance: object, attribute: attrs.Attribute[bool], value: bool) -> None:
     if type(value) is not bool:
-        raise InvalidInputError(f"{attribute.name} must be a bool, got {type(value).__name__}")
+        raise ArgumentTypeValueError(f"{attribute.name} must be a bool, got {type(value).__name__}")
 
 
 def _dropout(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not _is_number(value):
-        raise InvalidInputError(f"{attribute.name} must be a number, got {type(value).__name__}")
+        raise ArgumentTypeValueError(
+            f"{attribute.name} must be a number, got {type(value).__name__}"
+        )
     if not (math.isfinite(value) and 0.0 <= value < 1.0):
         raise InvalidInputError(f"{attribute.name} must be in [0, 1), got {value!r}")
 
@@ -769,7 +771,7 @@ def predict_backend(
     is). See the module docstring for the source and the assumptions.
     """
     if not isinstance(call, SdpaCall):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidInputError(f"call must be an SdpaCall, got {type(call).__name__}")
+        raise ArgumentTypeValueError(f"call must be an SdpaCall, got {type(call).__name__}")
     if not isinstance(environment, SdpaEnvironment):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise InvalidInputError(
             f"environment must be an SdpaEnvironment, got {type(environment).__name__}"

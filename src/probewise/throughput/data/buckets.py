@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from probewise import _json
 from probewise._validation import non_negative, optional, share
-from probewise.errors import InvalidInputError, SweepNoOpError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError, SweepNoOpError
 from probewise.throughput.data._checks import read_only
 from probewise.throughput.data.length_input import MAX_LENGTH, LengthInput
 from probewise.throughput.data.lengths import Lengths, exact_dot, lengths_array
@@ -125,7 +125,9 @@ Batcher: TypeAlias = Callable[[IntArray, int, int, np.random.Generator], Batchin
 def _rng(seed: int) -> np.random.Generator:
     """``numpy.random.default_rng(seed)``, with a bad seed named as such."""
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidInputError(f"seed must be a non-negative int, got a {type(seed).__name__}")
+        raise ArgumentTypeValueError(
+            f"seed must be a non-negative int, got a {type(seed).__name__}"
+        )
     if seed < 0:
         raise InvalidInputError(f"seed must be a non-negative int, got {seed}")
     return np.random.default_rng(seed)

@@ -32,7 +32,7 @@ import attrs
 from probewise import _json
 from probewise._extras import Extra, requires
 from probewise._validation import checked_type, finite_non_negative, positive
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError
 from probewise.throughput._torch_dtype import TorchDtype
 from probewise.throughput.data.lengths import LogitsDtype
 
@@ -120,7 +120,7 @@ def measure_bytes_per_logit(
         ("seed", seed, 0),
     ):
         if isinstance(value, bool) or not isinstance(value, int):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidInputError(f"{name} must be an int, got {type(value).__name__}")
+            raise ArgumentTypeValueError(f"{name} must be an int, got {type(value).__name__}")
         if value < least:
             raise InvalidInputError(f"{name} must be >= {least}, got {value}")
     dtype = LogitsDtype.parse(logits_dtype)

@@ -46,7 +46,7 @@ from probewise._validation import (
     positive,
     shown_int,
 )
-from probewise.errors import InvalidInputError, LengthInputError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError, LengthInputError
 from probewise.throughput._torch_dtype import TorchDtype, torch_dtype_name
 from probewise.throughput.data.length_input import LengthInput, as_lengths
 
@@ -701,7 +701,7 @@ def ce_chunk_plan(
         ("multiple_of", multiple_of),
     ):
         if isinstance(value, bool) or not isinstance(value, int):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidInputError(f"{name} must be an int, got a {type(value).__name__}")
+            raise ArgumentTypeValueError(f"{name} must be an int, got a {type(value).__name__}")
         if not 1 <= value <= _MAX_PLAN_INT:
             raise InvalidInputError(f"{name} must be between 1 and 2**100, got {shown_int(value)}")
     dtype = LogitsDtype.parse(logits_dtype)

@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from probewise import _json
 from probewise._validation import length_int
-from probewise.errors import InsufficientPointsError, InvalidInputError
+from probewise.errors import ArgumentTypeValueError, InsufficientPointsError, InvalidInputError
 
 __all__ = [
     "ExtrapolationWarning",
@@ -110,7 +110,9 @@ def _to_float(value: float) -> float:
     try:
         return float(value)
     except (TypeError, ValueError, OverflowError):
-        raise InvalidInputError(f"seconds must be a number, got a {type(value).__name__}") from None
+        raise ArgumentTypeValueError(
+            f"seconds must be a number, got a {type(value).__name__}"
+        ) from None
 
 
 @final
