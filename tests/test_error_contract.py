@@ -54,9 +54,28 @@ def _uses_attrs_validators(node: ast.AST) -> bool:
     return False
 
 
+#: The marker, on the line above, of a raise whose message names a type that is not a
+#: wrong argument type (a JSON document's content, the type of a caught error).
+A_VALUE = "# a value:"
+
+
+def _names_a_type(node: ast.Raise) -> bool:
+    """Whether the raised error's arguments call ``type(...)``: its message names the
+    type of what it got, which is what a wrong type's message does."""
+    return node.exc is not None and any(
+        isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "type"
+        for inner in ast.walk(node.exc)
+    )
+
+
 def contract_breaches(source: str, where: str) -> Iterator[str]:
-    """``file:line: what`` for every bare builtin raise not marked internal, and for
-    every use of ``attrs.validators`` (whose messages echo the value)."""
+    """``file:line: what`` for every bare builtin raise not marked internal, for every
+    ``InvalidInputError`` whose message names the type it got (a wrong type, which is
+    an ``ArgumentTypeError``: ``ArgumentTypeValueError`` where the field raised
+    ``ValueError``) unless marked a value, and for every use of ``attrs.validators``
+    (whose messages echo the value). (The errors of one kind of input, such as
+    ``TraceFormatError`` or ``UnsupportedModelError``, name types of what the input
+    holds.)"""
     lines = source.splitlines()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Raise):
@@ -65,6 +84,15 @@ def contract_breaches(source: str, where: str) -> Iterator[str]:
                 span = lines[node.lineno - 1 : (node.end_lineno or node.lineno)]
                 if not any(INTERNAL in line for line in span):
                     yield f"{where}:{node.lineno}: raise {name} (use a probewise.errors class)"
+            elif (
+                name == "InvalidInputError"
+                and _names_a_type(node)
+                and not lines[node.lineno - 2].strip().startswith(A_VALUE)
+            ):
+                yield (
+                    f"{where}:{node.lineno}: raise {name} naming a type (a wrong type is an "
+                    "ArgumentTypeError, or ArgumentTypeValueError; else mark it a value)"
+                )
         elif _uses_attrs_validators(node):
             yield f"{where}:{node.lineno}: attrs validators echo values (use probewise._validation)"
 
@@ -81,10 +109,16 @@ def test_the_walker_finds_what_it_looks_for() -> None:
             "        raise KeyError",
             "    raise RuntimeError('bug')  # internal: never reached",
             "x: int = attrs.field(validator=attrs.validators.ge(0))",
+            "def g(x):",
+            "    if x:",
+            "        raise InvalidInputError(f'x must be an int, got {type(x).__name__}')",
+            "    # a value: the type named is the error's",
+            "    raise InvalidInputError(f'failed: {type(x).__name__}')",
+            "    raise ArgumentTypeValueError(f'x must be an int, got {type(x).__name__}')",
         ]
     )
     found = list(contract_breaches(snippet, "m.py"))
-    assert [line.split(":")[1] for line in found] == ["2", "5", "7", "9"]
+    assert sorted(int(line.split(":")[1]) for line in found) == [2, 5, 7, 9, 12]
     assert "raise ValueError" in found[1]
 
 

@@ -25,6 +25,7 @@ import functools
 import json
 import math
 import operator
+import random
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Protocol, TypeAlias, cast
@@ -506,7 +507,15 @@ def mask_report(case: str) -> MaskReport:
     """The probe's report for a case of :data:`MASK_CASES` (run once, on first use:
     about 4 s for the three, most of it importing transformers)."""
     config, scenario = MASK_CASES[case]
-    return probe_masks(config, scenario, dtype="bfloat16")
+    # The first run takes seconds, inside a strategy's draw: a change of the global
+    # random state meanwhile (seen once in a full run, from some other thread: the probe
+    # alone leaves it as it was) makes hypothesis fail that draw and pass the next one
+    # (FlakyFailure), so the state is put back.
+    state = random.getstate()
+    try:
+        return probe_masks(config, scenario, dtype="bfloat16")
+    finally:
+        random.setstate(state)
 
 
 def _without_layers(report: MaskReport) -> MaskReport:

@@ -317,6 +317,7 @@ def _structure(data: object, cls: type[_T], *, strict: bool) -> _T:
 
 def _mapping(data: object, where: str) -> dict[str, object]:
     if not isinstance(data, Mapping):
+        # a value: what a JSON document holds, read as input, not an argument's type
         raise InvalidInputError(f"{where} must be an object, got {type(data).__name__}")
     out: dict[str, object] = {}
     for key, item in cast("Mapping[object, object]", data).items():
@@ -333,6 +334,7 @@ def _load(value: object, hint: object, where: str, *, nan: bool, strict: bool) -
         return _load_union(value, args, where, nan=nan, strict=strict)
     if hint is None or hint is types.NoneType:
         if value is not None:
+            # a value: what a JSON document holds, read as input, not an argument's type
             raise InvalidInputError(f"{where} must be null, got {type(value).__name__}")
         return None
     if origin is tuple or origin is list:
@@ -427,5 +429,6 @@ def _load_class(
 
 def _list(value: object, where: str) -> list[object]:
     if not isinstance(value, list | tuple):
+        # a value: what a JSON document holds, read as input, not an argument's type
         raise InvalidInputError(f"{where} must be an array, got {type(value).__name__}")
     return list(cast("list[object]", value))

@@ -10,6 +10,12 @@ The contract:
   :class:`OSError` for an unusable file, :class:`ImportError` for a missing extra,
   :class:`RuntimeError`, :class:`AssertionError` for a failed check), so code written
   against the builtins keeps catching them.
+- A wrong type is an :class:`ArgumentTypeError`, never an :class:`InvalidInputError`
+  alone: where a field has always refused any bad value with :class:`ValueError`, an
+  :class:`ArgumentTypeValueError`, which is both. ``tests/test_error_contract.py``
+  fails on an :class:`InvalidInputError` whose message names the type it got, unless a
+  ``# a value:`` comment above it says why (a JSON document's content, a caught
+  error's type).
 - Messages are one line that names the field (``Class.field``), the line or the file,
   says what was wrong and what to do about it. A wrong-typed value is named by its
   type, never shown: none ever carries completion text.

@@ -98,6 +98,7 @@ def load_rubric(spec: str | None) -> Rubric:
     try:
         module = importlib.import_module(module_name)
     except Exception as error:
+        # a value: the type named is the error's, not the argument's
         raise InvalidInputError(
             f"--rubric: cannot import {module_name}: {type(error).__name__}"
         ) from None
@@ -109,6 +110,7 @@ def load_rubric(spec: str | None) -> Rubric:
         try:
             found = found()
         except Exception as error:
+            # a value: the type named is the error's, not the argument's
             raise InvalidInputError(f"--rubric: {spec}() raised {type(error).__name__}") from None
     if not isinstance(found, Rubric):
         raise ArgumentTypeValueError(
@@ -254,6 +256,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         out.write_text(json.dumps(calibration.to_dict(), indent=2) + "\n", encoding="utf-8")
     except OSError as error:
+        # a value: the type named is the error's, not the argument's
         raise InvalidInputError(f"cannot write {out}: {type(error).__name__}") from None
     figures = _figures(calibration, confidence)
     declined = figures[HumanLabel.DECLINED.value]

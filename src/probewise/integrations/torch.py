@@ -152,7 +152,7 @@ def forward_scenario(
             "found through .module, ._orig_mod or .get_base_model())"
         )
     if not isinstance(cast("object", batch), Mapping):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"batch must be a mapping of the forward's keyword arguments, got {type(batch).__name__}"
         )
     return scenario_of_batch(

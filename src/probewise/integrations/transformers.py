@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import Literal, cast
 
 from probewise._extras import Extra, requires
-from probewise.errors import CrossDocumentAttentionError, FastPathLostError, InvalidInputError
+from probewise.errors import (
+    ArgumentTypeValueError,
+    CrossDocumentAttentionError,
+    FastPathLostError,
+    InvalidInputError,
+)
 from probewise.integrations.torch import LOGGER, OnLeak, as_on_leak, probe_forward
 from probewise.throughput.attention.masks import MaskReport
 
@@ -55,7 +60,7 @@ def _fast_path_types(value: bool | Iterable[str] | None) -> tuple[bool, list[str
     try:
         types = list(value)
     except TypeError:
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"assert_fast_path must be None, a bool or layer type names, got {type(value).__name__}"
         ) from None
     if not all(isinstance(t, str) for t in cast("list[object]", types)):

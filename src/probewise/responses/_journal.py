@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import NoReturn, cast, final
 
 from probewise.errors import (
+    ArgumentTypeValueError,
     CheckpointInUseError,
     CheckpointMismatchError,
     InputFileError,
@@ -124,7 +125,7 @@ def _fail(message: str) -> NoReturn:
 
 def _key(prompt_id: Hashable) -> str:
     if isinstance(prompt_id, bool) or not isinstance(prompt_id, str | int):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"a checkpoint needs prompt ids that are str or int, got a {type(prompt_id).__name__}"
         )
     if isinstance(prompt_id, str):

@@ -56,13 +56,13 @@ def finish_map(extra: object, defaults: Mapping[str, FinishReason]) -> Mapping[s
     if extra is None:
         return defaults
     if not isinstance(extra, Mapping):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"finish_reasons must be a mapping of str to FinishReason, got a {type(extra).__name__}"
         )
     merged = dict(defaults)
     for key, value in cast("Mapping[object, object]", extra).items():
         if not isinstance(key, str) or not isinstance(value, FinishReason):
-            raise InvalidInputError(
+            raise ArgumentTypeValueError(
                 f"finish_reasons must map str to FinishReason, got {type(key).__name__} -> "
                 f"{type(value).__name__}"
             )
@@ -79,7 +79,7 @@ def check_text(name: str, value: object, *, what: str, empty: bool = False) -> N
 def check_seconds(name: str, value: object, *, zero: bool) -> None:
     bound = ">= 0" if zero else "> 0"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{name} must be a finite number {bound}, got {type(value).__name__}"
         )
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero):

@@ -102,7 +102,7 @@ def _matrix_validator(
             raise InvalidInputError(f"{attribute.name} rows must hold {len(_LABELS)} counts")
         for count in row:
             if not isinstance(count, int) or isinstance(count, bool):
-                raise InvalidInputError(
+                raise ArgumentTypeValueError(
                     f"{attribute.name} counts must be ints >= 0, got {type(count).__name__}"
                 )
             if count < 0:
@@ -648,6 +648,7 @@ class Calibration:
 
 def _int_count(value: object, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
+        # a value: what a Calibration document holds (from_dict), not an argument's type
         raise InvalidInputError(
             f"Calibration.{where} must be an int >= 0, got {type(value).__name__}"
         )

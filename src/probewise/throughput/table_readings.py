@@ -23,7 +23,7 @@ from probewise._validation import (
     non_negative_int,
     optional_duration,
 )
-from probewise.errors import ArgumentTypeError, InvalidInputError
+from probewise.errors import ArgumentTypeError, ArgumentTypeValueError, InvalidInputError
 from probewise.throughput.kernels import KernelTable
 from probewise.throughput.readers.profiler_table import (
     LabelledRow,
@@ -38,7 +38,7 @@ __all__ = ["ProfilerTableReading", "read_profiler_table", "read_profiler_tables"
 
 def _non_negative(_instance: object, attribute: attrs.Attribute[float], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{attribute.name} must be a finite number >= 0, got {type(value).__name__}"
         )
     if not math.isfinite(value) or value < 0:

@@ -326,6 +326,19 @@ def test_gemma2_under_sdpa_is_a_clear_error_and_loads_eager_by_default() -> None
     assert all(layer.prediction is None and not layer.fast_path for layer in report.layers)
 
 
+def test_a_config_with_per_layer_overrides_is_a_clear_error() -> None:
+    # transformers 5's per_layer_config: reading a per-layer attribute from the config
+    # raises a RuntimeError of transformers' own, which must not escape the probe.
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers.PretrainedConfig, "per_layer_config"):
+        pytest.skip(f"transformers {transformers.__version__} has no per_layer_config")
+    fields = {k: v for k, v in bundled("mistral-7b").items() if k != "model_type"}
+    fields["num_hidden_layers"] = 2
+    config = transformers.MistralConfig(**fields, per_layer_config={0: {"sliding_window": 64}})
+    with pytest.raises(UnsupportedModelError, match="per_layer_config"):
+        probe_masks(config, MaskScenario(seq_len=128), dtype="bf16")
+
+
 def test_capability_changes_the_prediction_not_the_masks() -> None:
     hopper = probe("llama3-8b", 256)
     old = probe("llama3-8b", 256, capability=(7, 0))

@@ -11,7 +11,7 @@ from typing import SupportsIndex, TypeVar, cast
 
 import attrs
 
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError
 
 _E = TypeVar("_E", bound=enum.Enum)
 
@@ -20,18 +20,18 @@ def as_int(value: object, name: str) -> int:
     """``value`` as an ``int``, refusing what is not an integer (floats, NaN, strings,
     bools) with the field's name: ``MaskScenario(seq_len=nan)`` must not pass."""
     if isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be an integer, got a bool ({value})")
+        raise ArgumentTypeValueError(f"{name} must be an integer, got a bool ({value})")
     try:
         return operator.index(cast("SupportsIndex", value))
     except TypeError:
-        raise InvalidInputError(
-            f"{name} must be an integer, got {type(value).__name__} {value!r}"
+        raise ArgumentTypeValueError(
+            f"{name} must be an integer, got {type(value).__name__}"
         ) from None
 
 
 def as_ints(values: object, name: str) -> tuple[int, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{name} must be a sequence of integers, got {type(values).__name__}"
         )
     return tuple(as_int(v, f"every entry of {name}") for v in cast("Iterable[object]", values))
@@ -51,6 +51,6 @@ def optional_bool(
     _instance: object, attribute: attrs.Attribute[bool | None], value: object
 ) -> None:
     if value is not None and not isinstance(value, bool):
-        raise InvalidInputError(
-            f"{attribute.name} must be True, False or None, got {type(value).__name__} {value!r}"
+        raise ArgumentTypeValueError(
+            f"{attribute.name} must be True, False or None, got {type(value).__name__}"
         )

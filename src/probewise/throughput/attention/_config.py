@@ -101,6 +101,19 @@ class ResolvedConfig:
         )
 
 
+def per_layer_refusal(error: RuntimeError) -> UnsupportedModelError | None:
+    """The probe's error for a config with per-layer values it read globally
+    (transformers 5's ``per_layer_config``: reading a per-layer attribute from such a
+    config raises ``AmbiguousGlobalPerLayerAttributeError``, a ``RuntimeError``), else
+    None. Matched by name: the class lives in a transformers module that may move."""
+    if type(error).__name__ != "AmbiguousGlobalPerLayerAttributeError":
+        return None
+    return UnsupportedModelError(
+        "the config has per-layer values (per_layer_config) that the mask probe reads as "
+        f"one for every layer, which it does not do yet: {_one_line(error)}"
+    )
+
+
 def resolve(config: ConfigSource, scenario: MaskScenario, dtype: str) -> ResolvedConfig:
     """``config`` loaded, checked against ``scenario`` in ``dtype`` (before anything is
     allocated), cut to its layer pattern, its implementation chosen and checked, and

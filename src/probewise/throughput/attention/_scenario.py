@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from probewise import _json
 from probewise._validation import positive, true_or_false
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError
 from probewise.throughput.attention._coerce import as_enum, as_int, as_ints, optional_bool
 
 __all__ = [
@@ -134,7 +134,7 @@ def _implementation(value: str | None) -> str | None:
     if value is None:
         return None
     if not isinstance(cast("object", value), str):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"attn_implementation must be a str or None, got {type(value).__name__}"
         )
     attention_kind(value)

@@ -509,10 +509,20 @@ def _probe(
         # the one named.
         from probewise.throughput.attention import _config, _recorder
 
-    resolved = _config.resolve(config, scenario, attention_dtype.value)  # before any allocation
-    run = _recorder.record_calls(
-        resolved, scenario, dtype=attention_dtype.value, progress=progress, dense_masks=dense_masks
-    )
+    try:
+        resolved = _config.resolve(config, scenario, attention_dtype.value)  # before allocating
+        run = _recorder.record_calls(
+            resolved,
+            scenario,
+            dtype=attention_dtype.value,
+            progress=progress,
+            dense_masks=dense_masks,
+        )
+    except RuntimeError as error:
+        refusal = _config.per_layer_refusal(error)
+        if refusal is None:
+            raise
+        raise refusal from None
     run = resolved.layers.expand(run)  # a deep config's pattern, repeated
     masks = MaskReader(run, scenario)
     layers = _layers(run, masks, scenario, capability)

@@ -170,7 +170,7 @@ def _dropout(_instance: object, attribute: attrs.Attribute[float], value: float)
 def _mask_kind(_instance: object, attribute: attrs.Attribute[MaskKind], value: MaskKind) -> None:
     if type(value) is not MaskKind:
         choices = ", ".join(kind.value for kind in MaskKind)
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{attribute.name} must be a MaskKind ({choices}), got {type(value).__name__}"
         )
 
@@ -183,7 +183,7 @@ def _to_shape(value: Sequence[int] | None) -> tuple[int, ...] | None:
     if value is None:
         return None
     if not _is_sequence(value):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"mask_shape must be a sequence of ints or None, got {type(value).__name__}"
         )
     return tuple(value)
@@ -191,7 +191,7 @@ def _to_shape(value: Sequence[int] | None) -> tuple[int, ...] | None:
 
 def _pair(name: str, value: Sequence[int]) -> tuple[int, int]:
     if not _is_sequence(value) or len(value) != 2 or not all(_is_int(part) for part in value):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{name} must be a (major, minor) pair of ints, got {type(value).__name__}"
         )
     major, minor = value
@@ -215,7 +215,7 @@ def _optional_version(
     if value is None:
         return
     if not _is_int(value):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{attribute.name} must be an int or None, got {type(value).__name__}"
         )
     if value < 1:
@@ -226,7 +226,7 @@ def _backend(
     _instance: object, attribute: attrs.Attribute[SdpaBackend], value: SdpaBackend
 ) -> None:
     if type(value) is not SdpaBackend:
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{attribute.name} must be an SdpaBackend, got {type(value).__name__}"
         )
 
@@ -235,7 +235,7 @@ def _string_tuple(
     _instance: object, attribute: attrs.Attribute[tuple[str, ...]], value: tuple[str, ...]
 ) -> None:
     if type(value) is not tuple or not all(type(item) is str for item in value):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{attribute.name} must be a tuple of str, got {type(value).__name__}"
         )
 
@@ -246,7 +246,7 @@ def _ruling_tuple(
     value: tuple[BackendRuling, ...],
 ) -> None:
     if type(value) is not tuple or not all(type(item) is BackendRuling for item in value):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{attribute.name} must be a tuple of BackendRuling, got {type(value).__name__}"
         )
 
@@ -773,7 +773,7 @@ def predict_backend(
     if not isinstance(call, SdpaCall):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ArgumentTypeValueError(f"call must be an SdpaCall, got {type(call).__name__}")
     if not isinstance(environment, SdpaEnvironment):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"environment must be an SdpaEnvironment, got {type(environment).__name__}"
         )
     capability = as_capability(capability)

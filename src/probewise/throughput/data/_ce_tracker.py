@@ -15,7 +15,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from probewise.errors import InvalidInputError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError
 from probewise.throughput._torch_logits import random_logits
 from probewise.throughput.data.lengths import LogitsDtype
 
@@ -104,7 +104,7 @@ def peak_once(
             # Typed as a tensor, but a caller's function may return anything.
             loss = cast(object, loss_fn(logits, labels))
             if not isinstance(loss, torch.Tensor):
-                raise InvalidInputError(
+                raise ArgumentTypeValueError(
                     f"loss_fn must return a scalar tensor, got {type(loss).__name__}"
                 )
             if loss.dim() != 0:

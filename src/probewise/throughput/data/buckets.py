@@ -67,7 +67,7 @@ def _int_array(values: Sequence[int] | npt.NDArray[np.generic]) -> IntArray:
     try:
         return read_only(np.array(values, dtype=np.int64))
     except (TypeError, ValueError, OverflowError):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"order and starts must be sequences of ints, got a {type(values).__name__}"
         ) from None
 

@@ -34,7 +34,12 @@ import numpy.typing as npt
 from probewise._extras import Extra, requires
 from probewise._files import read_regular_file
 from probewise._validation import MAX_LENGTH, shown_int
-from probewise.errors import InputFileError, InvalidInputError, LengthInputError
+from probewise.errors import (
+    ArgumentTypeValueError,
+    InputFileError,
+    InvalidInputError,
+    LengthInputError,
+)
 from probewise.throughput.data._checks import read_only
 
 if TYPE_CHECKING:
@@ -80,7 +85,7 @@ def as_lengths(values: Sequence[int] | npt.NDArray[np.generic]) -> npt.NDArray[n
         InvalidInputError: a string or a multi-dimensional array instead of lengths.
     """
     if isinstance(values, str | bytes):
-        raise InvalidInputError("lengths must be a sequence of ints, not a string")
+        raise ArgumentTypeValueError("lengths must be a sequence of ints, not a string")
     if isinstance(values, np.ndarray):
         array: npt.NDArray[np.generic] = values
     else:
@@ -163,7 +168,7 @@ class LengthInput:
                 raise InvalidInputError("source_names given without source_codes")
             return
         if not isinstance(codes, np.ndarray):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidInputError(
+            raise ArgumentTypeValueError(
                 f"source_codes must be an int32 numpy array, got a {type(codes).__name__}"
             )
         if codes.ndim != 1 or codes.shape[0] != self.lengths.shape[0]:
@@ -488,6 +493,7 @@ def _load_tokenizer(
         )
     except Exception as exc:  # transformers raises OSError, ValueError, KeyError, ...
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        # a value: the type named is the error's, not the argument's
         raise InvalidInputError(
             f"cannot load a tokenizer from {directory}: {type(exc).__name__}: {first}"
         ) from None

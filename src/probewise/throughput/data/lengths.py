@@ -192,7 +192,7 @@ class LengthStats:
         zero, negative, NaN, non-integral), naming the first bad one.
         """
         if isinstance(bins_per_octave, bool) or not isinstance(bins_per_octave, int):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidInputError(
+            raise ArgumentTypeValueError(
                 f"bins_per_octave must be an int, got a {type(bins_per_octave).__name__}"
             )
         if not 1 <= bins_per_octave <= MAX_BINS_PER_OCTAVE:

@@ -28,6 +28,7 @@ import attrs
 
 from probewise.errors import (
     ArgumentTypeError,
+    ArgumentTypeValueError,
     InvalidInputError,
     MixedJobsError,
     SpillError,
@@ -217,7 +218,7 @@ def _read_on(
 ) -> list[TableParts]:
     """Every file's parts read through ``executor``, in the order of ``files``."""
     if not isinstance(executor, Executor):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
         )
     count = 1 if workers is None else _worker_count(workers)

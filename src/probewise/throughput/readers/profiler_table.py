@@ -31,7 +31,13 @@ from probewise._validation import (
     non_negative_int,
     optional,
 )
-from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError, TraceFormatError
+from probewise.errors import (
+    ArgumentTypeError,
+    ArgumentTypeValueError,
+    DamageKind,
+    InvalidInputError,
+    TraceFormatError,
+)
 from probewise.throughput._kernel_rows import Exclusion, KernelRow, TableParts
 from probewise.throughput.readers._table_frames import (
     FOOTER,
@@ -77,7 +83,7 @@ def _finite_or_none(
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(
+        raise ArgumentTypeValueError(
             f"{attribute.name} must be a finite number or None, got {type(value).__name__}"
         )
     if not math.isfinite(value):

@@ -294,7 +294,9 @@ class ScalingFit:
         items = list(points)
         for i, p in enumerate(items):
             if not isinstance(p, ScalingPoint):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise InvalidInputError(f"point {i} is a {type(p).__name__}, not a ScalingPoint")
+                raise ArgumentTypeValueError(
+                    f"point {i} is a {type(p).__name__}, not a ScalingPoint"
+                )
         lengths = np.array([p.length for p in items], dtype=np.float64)
         distinct = sorted({p.length for p in items})
         if len(distinct) < 3:
