@@ -184,44 +184,32 @@ class Rubric:
         reads a first-person refusal anywhere in an answer's first four sentences
         (``refusal.stated``): on jailbreak-style replies, where a persona's line comes
         before the refusal, it finds more declines (in-sample figures in
-        docs/measurements.md), at about 1.5 times the time per reply, which is why it
-        is not the default yet.
+        docs/measurements.md), at about 1.1 to 1.35 times the time per reply (the same
+        page), which is why it is not the default yet.
         """
-        if later:
-            return cls._with_later()
-        if _DEFAULT:
-            return _DEFAULT[0]
+        made = _DEFAULTS.get(later)
+        if made is not None:
+            return made
         from probewise.responses.default_rules import (
             DEFAULT_DEFLECTION,
+            DEFAULT_LATER,
             DEFAULT_PREAMBLE,
             DEFAULT_REFUSAL,
         )
 
         with _DEFAULT_LOCK:
-            if not _DEFAULT:
-                _DEFAULT.append(
-                    cls(
-                        refusal=DEFAULT_REFUSAL,
-                        deflection=DEFAULT_DEFLECTION,
-                        preamble=DEFAULT_PREAMBLE,
-                    )
+            made = _DEFAULTS.get(later)
+            if made is None:
+                made = _DEFAULTS[later] = cls(
+                    refusal=DEFAULT_REFUSAL,
+                    deflection=DEFAULT_DEFLECTION,
+                    preamble=DEFAULT_PREAMBLE,
+                    later=DEFAULT_LATER if later else (),
                 )
-        return _DEFAULT[0]
-
-    @classmethod
-    def _with_later(cls) -> Rubric:
-        if not _WITH_LATER:
-            from probewise.responses.default_rules import DEFAULT_LATER
-
-            made = attrs.evolve(cls.default(), later=DEFAULT_LATER)
-            with _DEFAULT_LOCK:
-                if not _WITH_LATER:
-                    _WITH_LATER.append(made)
-        return _WITH_LATER[0]
+        return made
 
 
-# Rubric.default()'s one instance, made on its first call (under the lock: one, even
-# when threads ask at once).
-_DEFAULT: list[Rubric] = []
-_WITH_LATER: list[Rubric] = []  # Rubric.default(later=True)'s
+# Rubric.default()'s two instances, by ``later``, each made on its first call (under the
+# lock: one each, even when threads ask at once).
+_DEFAULTS: dict[bool, Rubric] = {}
 _DEFAULT_LOCK = threading.Lock()

@@ -29,7 +29,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
 from probewise._files import read_regular_file
-from probewise.errors import InvalidInputError, UnsupportedModelError
+from probewise.errors import ArgumentTypeValueError, InvalidInputError, UnsupportedModelError
 from probewise.throughput.attention import _bounds
 from probewise.throughput.attention._bundled import bundled_config
 from probewise.throughput.attention._scenario import AttentionKind, MaskScenario, attention_kind
@@ -198,7 +198,7 @@ def load_config(config: ConfigSource) -> PretrainedConfig:
         return _from_dict(cast("dict[str, object]", data), str(path))
     if isinstance(cast("object", config), Mapping):
         return _from_dict(dict(config), "the config mapping")
-    raise InvalidInputError(
+    raise ArgumentTypeValueError(
         f"config must be a PretrainedConfig, a path or a mapping, got {type(config).__name__}"
     )
 
@@ -248,6 +248,7 @@ def _check_sizes(data: Mapping[str, object], where: str) -> None:
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            # a value: what a config file holds, read as input, not an argument's type
             raise InvalidInputError(
                 f"{name} in {where} must be a positive integer, got "
                 f"{type(value).__name__} {value!r}"
