@@ -3,8 +3,10 @@
 Read from the AST of ``src/probewise``; nothing is imported. Each rule is stated in
 docs/contributing.md, where a new probe is placed.
 
-- No module is over 800 lines, and no function over 80 (its docstring not counted: a
-  long explanation is not a long function).
+- No module is over 600 lines, and no function over 60 (its docstring not counted: a
+  long explanation is not a long function), but those listed in ``LONGER_MODULES`` and
+  ``LONGER_FUNCTIONS`` with why, which keep to the old 800 and 80 and leave the lists
+  once they fall under the new bounds.
 - The module graph has no cycle. Every ``import`` counts, those inside functions and
   under ``TYPE_CHECKING`` too: a cycle hidden in a function is still a cycle. The
   package faces (``__init__`` modules that only re-export) are left out, since a face
@@ -32,8 +34,10 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "probewise"
-MAX_MODULE_LINES = 800
-MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 60
+OLD_MAX_MODULE_LINES = 800  # (what the modules and functions listed below keep to)
+OLD_MAX_FUNCTION_LINES = 80
 SHARED_BASE = {
     "probewise._validation",
     "probewise._json",
@@ -106,13 +110,77 @@ def _half(name: str) -> str | None:
     return parts[1] if len(parts) > 1 and parts[1] in halves else None
 
 
-def test_no_module_is_over_800_lines() -> None:
-    long = {
-        name: n
-        for name, path in MODULES.items()
-        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
-    }
-    assert long == {}
+# What is left above the bounds (600 lines, 60-line functions), each under the old
+# bound (800, 80) and named with why it is not cut yet: a module or function not listed
+# keeps to the new bound, a listed one to the old, and one that falls under the new
+# bound leaves the list (the test says so).
+LONGER_MODULES: dict[str, str] = {
+    "probewise.throughput.attention.sdpa": "the value types and torch's selection rules, "
+    "cited rule by rule; the next cut is types apart from rules",
+    "probewise.responses.generators": "the OpenAI-compatible generator: retries, "
+    "streaming and parsing around one request loop",
+    "probewise.throughput.readers._events": "the pure-Python trace event reader, "
+    "serial and parallel, beside the compiled scanner it stands in for",
+    "probewise.responses._gates": "the gate compiler: a parser and an analysis of one regex syntax",
+    "probewise.throughput.data.lengths": "length statistics and the CE chunk plan, which "
+    "share their inputs",
+    "probewise.responses._journal": "the checkpoint format: writer, reader, lock and the "
+    "old format's reader",
+    "probewise.responses.calibration": "Calibration and the corrected rates and "
+    "comparison built from it",
+    "probewise.responses.classifier": "classify's one pass: normalising, the opening, "
+    "answers and the later window",
+    "probewise.throughput.attention.masks": "the mask probe's public types and its "
+    "composition of the stages",
+    "probewise.throughput.data.length_input": "every length source (files, columns, "
+    "tokenizers) behind one reader",
+}
+LONGER_FUNCTIONS: dict[str, str] = {
+    "probewise.cli._probe add_scenario_arguments": "one option after another",
+    "probewise.responses.generators __init__": "its arguments checked one by one",
+    "probewise.cli.arms run": "the arms command's steps in order",
+    "probewise.throughput.readers._table_frames find_frames": "one scan of a printed table",
+    "probewise.throughput.data.buckets sweep_buckets": "the sweep with its no-op guard",
+    "probewise.responses.arms run_paired": "both arms' loop over one prompt list",
+    "probewise.responses.arms _outcomes": "one generation loop with its error buckets",
+    "probewise.throughput.attention._stand_ins structured_sdpa_mask": "transformers' "
+    "mask function, mirrored argument for argument",
+    "probewise.cli.kernels _print_summary": "one table's lines",
+    "probewise.cli.arms add_arguments": "one option after another",
+    "probewise.throughput.readers._totals add_lane": "the hot loop of a trace read, kept "
+    "in one frame",
+    "probewise.responses.generators _parse": "one response document's fields in order",
+    "probewise.throughput.attention.sdpa _cudnn_reasons": "torch's cuDNN checks in their order",
+    "probewise.cli.preflight _data_checks": "the data checks in the order printed",
+    "probewise.throughput.attention._band _structure": "one pass over a mask's rows",
+}
+
+
+def _over(sizes: dict[str, int], bound: int, old_bound: int, longer: dict[str, str]) -> list[str]:
+    wrong = [
+        f"{name}: {n} > {bound}" for name, n in sizes.items() if n > bound and name not in longer
+    ]
+    wrong += [
+        f"{name}: {sizes[name]} > {old_bound}" for name in longer if sizes.get(name, 0) > old_bound
+    ]
+    wrong += [
+        f"{name}: {sizes.get(name, 0)} <= {bound}, so off the list"
+        for name in longer
+        if sizes.get(name, 0) <= bound
+    ]
+    return sorted(wrong)
+
+
+def test_no_module_is_over_600_lines_but_those_listed() -> None:
+    sizes = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
+    assert _over(sizes, MAX_MODULE_LINES, OLD_MAX_MODULE_LINES, LONGER_MODULES) == []
+
+
+def test_the_size_check_finds_what_it_looks_for() -> None:
+    longer = {"a": "why", "b": "why"}
+    sizes = {"a": 700, "b": 500, "c": 650, "d": 100}
+    assert _over(sizes, 600, 800, longer) == ["b: 500 <= 600, so off the list", "c: 650 > 600"]
+    assert _over({**sizes, "a": 900, "b": 700, "c": 1}, 600, 800, longer) == ["a: 900 > 800"]
 
 
 def _function_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -129,15 +197,14 @@ def _function_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return lines
 
 
-def test_no_function_is_over_80_lines() -> None:
-    long: dict[str, int] = {}
+def test_no_function_is_over_60_lines_but_those_listed() -> None:
+    sizes: dict[str, int] = {}
     for name, path in MODULES.items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                n = _function_lines(node)
-                if n > MAX_FUNCTION_LINES:
-                    long[f"{name} {node.name}"] = n
-    assert long == {}
+                key = f"{name} {node.name}"
+                sizes[key] = max(sizes.get(key, 0), _function_lines(node))
+    assert _over(sizes, MAX_FUNCTION_LINES, OLD_MAX_FUNCTION_LINES, LONGER_FUNCTIONS) == []
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -1,6 +1,6 @@
 """Converters and validators of the mask probe's scenario fields that name the field
-in their one-line errors (split from :mod:`probewise.throughput.attention.masks` to keep
-that module under the layout's 800 lines)."""
+in their one-line errors (the scenario's own checks, apart from
+:mod:`probewise.throughput.attention.masks`, which composes the probe)."""
 
 from __future__ import annotations
 
