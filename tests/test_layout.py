@@ -115,8 +115,6 @@ def _half(name: str) -> str | None:
 # keeps to the new bound, a listed one to the old, and one that falls under the new
 # bound leaves the list (the test says so).
 LONGER_MODULES: dict[str, str] = {
-    "probewise.throughput.attention.sdpa": "the value types and torch's selection rules, "
-    "cited rule by rule; the next cut is types apart from rules",
     "probewise.responses.generators": "the OpenAI-compatible generator: retries, "
     "streaming and parsing around one request loop",
     "probewise.throughput.readers._events": "the pure-Python trace event reader, "

@@ -6,7 +6,7 @@ dtype is recognised by its type alone: the class is ``dtype`` of module ``torch`
 (``type(torch.float32)``) and its ``str`` is ``torch.<name>``. :class:`TorchDtype` is
 its static type; :func:`torch_dtype_name` the runtime check, which the dtype parsers
 (:meth:`~probewise.throughput.LogitsDtype.parse`,
-:meth:`~probewise.throughput.attention.sdpa.AttentionDtype.parse`) share.
+:meth:`~probewise.throughput.AttentionDtype.parse`) share.
 """
 
 from __future__ import annotations

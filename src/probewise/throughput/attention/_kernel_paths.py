@@ -7,7 +7,7 @@ import numpy as np
 from probewise.throughput.attention._band import Band, BandKind
 from probewise.throughput.attention._paths import FlashCall, FlexBlocks, KernelPath
 from probewise.throughput.attention._scenario import MaskScenario, Packing, Padding
-from probewise.throughput.attention.sdpa import BackendPrediction, MaskKind, SdpaCall
+from probewise.throughput.attention._sdpa_types import BackendPrediction, MaskKind, SdpaCall
 
 __all__ = ["eager_path", "flash_path", "flex_path", "mib", "sdpa_path"]
 

@@ -12,7 +12,7 @@ from probewise.throughput.attention._band import Band, BandKind, analyse_band, c
 from probewise.throughput.attention._paths import FlexBlocks, flex_blocks
 from probewise.throughput.attention._records import RawCall, RecordedRun
 from probewise.throughput.attention._scenario import MaskScenario, Packing
-from probewise.throughput.attention.sdpa import MaskKind
+from probewise.throughput.attention._sdpa_types import MaskKind
 
 __all__ = ["MaskRead", "MaskReader"]
 

@@ -65,7 +65,7 @@ from probewise.throughput.attention._scenario import (
     Padding,
     attention_kind,
 )
-from probewise.throughput.attention.sdpa import (
+from probewise.throughput.attention._sdpa_types import (
     FAST_BACKENDS,
     AttentionDtype,
     BackendPrediction,
@@ -73,8 +73,8 @@ from probewise.throughput.attention.sdpa import (
     SdpaBackend,
     SdpaCall,
     as_capability,
-    predict_backend,
 )
+from probewise.throughput.attention.sdpa import predict_backend
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
