@@ -16,11 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probewise.errors import InvalidInputError
-
-# Private: two shared rules are held to torch's CPU dispatcher, which runs just those checks.
-from probewise.throughput.attention.sdpa import (
-    DEFAULT_ENVIRONMENT,
-    RULES_VERSION,
+from probewise.throughput import (
     AttentionDtype,
     BackendPrediction,
     BackendRuling,
@@ -28,9 +24,15 @@ from probewise.throughput.attention.sdpa import (
     SdpaBackend,
     SdpaCall,
     SdpaEnvironment,
+    predict_backend,
+)
+
+# Private: two shared rules are held to torch's CPU dispatcher, which runs just those checks.
+from probewise.throughput.attention.sdpa import (
+    DEFAULT_ENVIRONMENT,
+    RULES_VERSION,
     _heads_reasons,
     _mask_shape_reasons,
-    predict_backend,
 )
 
 FLASH = SdpaBackend.FLASH
