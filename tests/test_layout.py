@@ -116,7 +116,7 @@ def _half(name: str) -> str | None:
 # bound leaves the list (the test says so).
 LONGER_MODULES: dict[str, str] = {
     "probewise.responses.generators": "the OpenAI-compatible generator: retries, "
-    "streaming and parsing around one request loop",
+    "streaming and parsing around one request loop (the local one is apart)",
     "probewise.throughput.readers._events": "the pure-Python trace event reader, "
     "serial and parallel, beside the compiled scanner it stands in for",
     "probewise.responses._gates": "the gate compiler: a parser and an analysis of one regex syntax",

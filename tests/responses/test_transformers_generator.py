@@ -117,6 +117,16 @@ def test_bad_arguments(kwargs: dict[str, int]) -> None:
         TransformersGenerator(make_model(tokenizer), tokenizer, **kwargs)
 
 
+@pytest.mark.parametrize("kwargs", [{"max_new_tokens": "8"}, {"batch_size": 2.0}])
+def test_a_wrong_typed_count_is_an_argument_type_error(kwargs: dict[str, object]) -> None:
+    # Before, "8" < 1 escaped as the bare TypeError of the comparison.
+    from probewise.errors import ArgumentTypeValueError
+
+    tokenizer = make_tokenizer("answer")
+    with pytest.raises(ArgumentTypeValueError, match=r"must be an int >= 1, got (str|float)$"):
+        TransformersGenerator(make_model(tokenizer), tokenizer, **kwargs)  # type: ignore[arg-type]
+
+
 def test_transformers_judge_maps_the_models_labels() -> None:
     from transformers import LlamaForSequenceClassification
 
