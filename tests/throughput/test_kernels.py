@@ -126,6 +126,31 @@ def test_rows_are_sorted_and_unique() -> None:
     assert merged.rows[0].device_us == 2.0
 
 
+@pytest.mark.parametrize("field", ["rows", "excluded", "steps", "sources"])
+@pytest.mark.parametrize("bad", [None, 3, "rows", [object()]])
+def test_a_table_and_its_parts_refuse_what_is_not_their_rows(field: str, bad: object) -> None:
+    # Before, KernelTable(rows=None) escaped as the bare TypeError of iterating None,
+    # and TableParts took anything.
+    from probewise.errors import ArgumentTypeError
+    from probewise.throughput import TableParts
+
+    fields: dict[str, object] = {"rows": (), field: bad}
+    for cls in (KernelTable, TableParts):
+        with pytest.raises(ArgumentTypeError, match=rf"^{cls.__name__}\.{field} must "):
+            cls(**fields)  # type: ignore[arg-type]
+
+
+def test_a_reader_of_another_format_builds_a_table_from_parts() -> None:
+    from probewise.throughput import TableParts
+
+    row = KernelRow.named("flash_fwd_kernel", calls=1, device_us=2.0)
+    parts = TableParts(rows=[row, row], naive_device_us=4)  # a list, and repeats
+    table = KernelTable.of_parts(parts)
+    assert table.rows == (KernelRow.named("flash_fwd_kernel", calls=2, device_us=4.0),)
+    assert table.naive_device_us == 4.0
+    assert parts.rows == (row, row)
+
+
 def test_durations_live_on_a_nanosecond_grid() -> None:
     row = KernelRow.named("mystery", calls=1, device_us=1.23456)
     assert row.device_us == 1.235

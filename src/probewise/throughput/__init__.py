@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         KernelKind as KernelKind,
         KernelRow as KernelRow,
         StepBreakdown as StepBreakdown,
+        TableParts as TableParts,
         TraceSource as TraceSource,
     )
     from probewise.throughput._torch_dtype import (

@@ -13,8 +13,8 @@ decimals when an object is built (:func:`to_ns` and :func:`to_us` convert).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from typing import Final, cast, final
+from collections.abc import Callable, Iterable
+from typing import Final, TypeVar, cast, final
 
 import attrs
 import regex
@@ -26,6 +26,7 @@ from probewise._validation import (
     non_empty_str,
     non_negative_int,
     optional,
+    optional_duration,
 )
 from probewise.errors import ArgumentTypeError, DamageKind, InvalidInputError
 
@@ -41,7 +42,10 @@ __all__ = [
     "TraceSource",
     "to_ns",
     "to_us",
+    "tuple_of",
 ]
+
+_T = TypeVar("_T")
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(bytes_read, total_bytes)`` (bytes of the file on disk)."""
@@ -318,17 +322,49 @@ class TraceSource:
         return _json.to_dict(self)
 
 
+def tuple_of(items: Iterable[_T], cls: type[_T], what: str) -> tuple[_T, ...]:
+    """``items`` as a tuple, each a ``cls``: else an :class:`ArgumentTypeError` naming
+    ``what`` (``"KernelTable.rows"``) and the type it got."""
+    if isinstance(items, str | bytes) or not isinstance(items, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ArgumentTypeError(
+            f"{what} must be an iterable of {cls.__name__}, got {type(items).__name__}"
+        )
+    out = tuple(items)
+    for item in out:
+        if not isinstance(item, cls):
+            raise ArgumentTypeError(f"{what} must hold {cls.__name__}, got {type(item).__name__}")
+    return out
+
+
+def _parts_rows(items: Iterable[KernelRow]) -> tuple[KernelRow, ...]:
+    return tuple_of(items, KernelRow, "TableParts.rows")
+
+
+def _parts_excluded(items: Iterable[Exclusion]) -> tuple[Exclusion, ...]:
+    return tuple_of(items, Exclusion, "TableParts.excluded")
+
+
+def _parts_steps(items: Iterable[StepBreakdown]) -> tuple[StepBreakdown, ...]:
+    return tuple_of(items, StepBreakdown, "TableParts.steps")
+
+
+def _parts_sources(items: Iterable[TraceSource]) -> tuple[TraceSource, ...]:
+    return tuple_of(items, TraceSource, "TableParts.sources")
+
+
 @final
 @attrs.frozen(kw_only=True)
 class TableParts:
-    """One reading's parts, before they are a table: what a reader returns.
+    """One reading's parts, before they are a table: what a reader returns, and what
+    :meth:`KernelTable.of_parts <probewise.KernelTable.of_parts>` builds a table from
+    (a reader of another format returns these too).
 
     ``rows`` may repeat a ``(name, kind)`` and ``excluded`` a reason (the table sums
     them); ``naive_device_us``, ``steps`` and ``sources`` are as the table's fields.
     """
 
-    rows: tuple[KernelRow, ...]
-    excluded: tuple[Exclusion, ...] = ()
-    naive_device_us: float | None = None
-    steps: tuple[StepBreakdown, ...] = ()
-    sources: tuple[TraceSource, ...] = ()
+    rows: tuple[KernelRow, ...] = attrs.field(converter=_parts_rows)
+    excluded: tuple[Exclusion, ...] = attrs.field(default=(), converter=_parts_excluded)
+    naive_device_us: float | None = attrs.field(default=None, converter=optional_duration)
+    steps: tuple[StepBreakdown, ...] = attrs.field(default=(), converter=_parts_steps)
+    sources: tuple[TraceSource, ...] = attrs.field(default=(), converter=_parts_sources)

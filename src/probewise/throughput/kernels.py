@@ -50,6 +50,7 @@ from probewise.throughput._kernel_rows import (
     TraceSource,
     to_ns,
     to_us,
+    tuple_of,
 )
 
 if TYPE_CHECKING:
@@ -158,38 +159,28 @@ class KernelDiff:
 # --------------------------------------------------------------------------- table
 
 
-def _all_of(items: tuple[object, ...], cls: type, what: str) -> None:
-    for item in items:
-        if not isinstance(item, cls):
-            raise ArgumentTypeError(f"{what}{type(item).__name__}")
-
-
 def _row_key(row: KernelRow) -> tuple[int, str, str]:
     return (-to_ns(row.device_us), row.name, row.kind.value)
 
 
 def _canonical_rows(rows: Iterable[KernelRow]) -> tuple[KernelRow, ...]:
-    out = tuple(rows)
-    _all_of(out, KernelRow, "rows must be KernelRow, got ")
+    out = tuple_of(rows, KernelRow, "KernelTable.rows")
     return tuple(sorted(out, key=_row_key))
 
 
 def _canonical_exclusions(items: Iterable[Exclusion]) -> tuple[Exclusion, ...]:
-    out = tuple(items)
-    _all_of(out, Exclusion, "excluded must hold Exclusion, got ")
+    out = tuple_of(items, Exclusion, "KernelTable.excluded")
     order = list(ExclusionReason)
     return tuple(sorted(out, key=lambda e: order.index(e.reason)))
 
 
 def _canonical_steps(items: Iterable[StepBreakdown]) -> tuple[StepBreakdown, ...]:
-    out = tuple(items)
-    _all_of(out, StepBreakdown, "steps must hold StepBreakdown, got ")
+    out = tuple_of(items, StepBreakdown, "KernelTable.steps")
     return tuple(sorted(out, key=lambda s: s.step))
 
 
 def _canonical_sources(items: Iterable[TraceSource]) -> tuple[TraceSource, ...]:
-    out = tuple(items)
-    _all_of(out, TraceSource, "sources must hold TraceSource, got ")
+    out = tuple_of(items, TraceSource, "KernelTable.sources")
     return tuple(sorted(out, key=_source_key))
 
 
