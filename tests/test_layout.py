@@ -120,8 +120,6 @@ LONGER_MODULES: dict[str, str] = {
     "probewise.throughput.readers._events": "the pure-Python trace event reader, "
     "serial and parallel, beside the compiled scanner it stands in for",
     "probewise.responses._gates": "the gate compiler: a parser and an analysis of one regex syntax",
-    "probewise.throughput.data.lengths": "length statistics and the CE chunk plan, which "
-    "share their inputs",
     "probewise.responses._journal": "the checkpoint format: writer, reader, lock and the "
     "old format's reader",
     "probewise.responses.calibration": "Calibration and the corrected rates and "

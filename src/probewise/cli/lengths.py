@@ -19,8 +19,9 @@ from probewise.cli._sweep import add_input_arguments, load, parse_sweep, pct, pr
 from probewise.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from probewise.throughput.data.ce_chunks import ChunkPlan, LogitsDtype
     from probewise.throughput.data.length_input import LengthInput
-    from probewise.throughput.data.lengths import ChunkPlan, LengthStats, LogitsDtype, PaddingReport
+    from probewise.throughput.data.lengths import LengthStats, PaddingReport
 
 HELP = "length distribution, padding waste, bucket sweep and CE chunk plan"
 DESCRIPTION = (
@@ -87,7 +88,7 @@ def _plan(
         return None
     if args.vocab is None or budget is None:
         raise InvalidInputError("a CE chunk plan needs both --vocab and --budget")
-    from probewise.throughput.data.lengths import ce_chunk_plan
+    from probewise.throughput.data.ce_chunks import ce_chunk_plan
 
     if args.ce_tokens is not None:
         tokens = int(args.ce_tokens)
@@ -152,7 +153,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from probewise.throughput.data.lengths import LengthStats, LogitsDtype
+    from probewise.throughput.data.ce_chunks import LogitsDtype
+    from probewise.throughput.data.lengths import LengthStats
 
     if args.sweep is not None and args.batch_size is None:
         raise InvalidInputError("--sweep needs --batch-size (the batch size to sweep at)")

@@ -72,15 +72,17 @@ if TYPE_CHECKING:
         read_lengths as read_lengths,
         tokenize_lengths as tokenize_lengths,
     )
+    from probewise.throughput.data.ce_chunks import (
+        ChunkPlan as ChunkPlan,
+        LogitsDtype as LogitsDtype,
+        ce_chunk_plan as ce_chunk_plan,
+    )
     from probewise.throughput.data.lengths import (
         BatchingMode as BatchingMode,
-        ChunkPlan as ChunkPlan,
         HistogramBin as HistogramBin,
         Lengths as Lengths,
         LengthStats as LengthStats,
-        LogitsDtype as LogitsDtype,
         PaddingReport as PaddingReport,
-        ce_chunk_plan as ce_chunk_plan,
         padding_waste as padding_waste,
     )
     from probewise.throughput.kernels import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from probewise.throughput.data.lengths import LogitsDtype
+from probewise.throughput.data.ce_chunks import LogitsDtype
 
 __all__ = ["TORCH_DTYPES", "random_logits"]
 

@@ -17,7 +17,7 @@ from torch.utils._pytree import tree_leaves
 
 from probewise.errors import ArgumentTypeValueError, InvalidInputError
 from probewise.throughput._torch_logits import random_logits
-from probewise.throughput.data.lengths import LogitsDtype
+from probewise.throughput.data.ce_chunks import LogitsDtype
 
 __all__ = ["peak_once"]
 

@@ -34,7 +34,7 @@ from probewise._extras import Extra, requires
 from probewise._validation import checked_type, finite_non_negative, positive
 from probewise.errors import ArgumentTypeValueError, InvalidInputError
 from probewise.throughput._torch_dtype import TorchDtype
-from probewise.throughput.data.lengths import LogitsDtype
+from probewise.throughput.data.ce_chunks import LogitsDtype
 
 if TYPE_CHECKING:
     import torch

@@ -33,7 +33,7 @@ from probewise import _json
 from probewise._extras import Extra, requires
 from probewise.errors import InsufficientPointsError, InvalidInputError
 from probewise.throughput._torch_dtype import TorchDtype
-from probewise.throughput.data.lengths import LogitsDtype
+from probewise.throughput.data.ce_chunks import LogitsDtype
 from probewise.throughput.kernels import KernelTable
 from probewise.throughput.timing.scaling import FitLoss, LossName, ScalingFit, ScalingPoint
 
