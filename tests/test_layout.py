@@ -122,8 +122,6 @@ LONGER_MODULES: dict[str, str] = {
     "probewise.responses._gates": "the gate compiler: a parser and an analysis of one regex syntax",
     "probewise.responses._journal": "the checkpoint format: writer, reader, lock and the "
     "old format's reader",
-    "probewise.responses.calibration": "Calibration and the corrected rates and "
-    "comparison built from it",
     "probewise.responses.classifier": "classify's one pass: normalising, the opening, "
     "answers and the later window",
     "probewise.throughput.attention.masks": "the mask probe's public types and its "
