@@ -12,6 +12,7 @@ import json
 import math
 from dataclasses import dataclass
 
+import attrs
 import numpy as np
 import pytest
 from hypothesis import assume, given
@@ -402,3 +403,23 @@ def test_validation() -> None:
         compare_arms(ArmTally(), ArmTally(), calibration="calibration")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         _strong().count(Empty, HumanLabel.COMPLIED)  # type: ignore[arg-type]
+
+
+def test_a_corrected_rate_or_difference_outside_its_interval_is_refused() -> None:
+    matrix = [[0] * 4 for _ in range(3)]
+    matrix[0][0], matrix[1][2], matrix[0][2] = 40, 30, 5
+    calibration = Calibration(matrix=matrix)
+    comparison = calibration.compare(
+        ArmTally(complied=30, refused=20), ArmTally(complied=20, refused=30)
+    )
+    rate = comparison.a
+    with pytest.raises(InvalidInputError, match=r"^low \(0\.9\) exceeds high \(0\.1\)$"):
+        attrs.evolve(rate, low=0.9, high=0.1)
+    with pytest.raises(InvalidInputError, match=r"^estimate \(0\.05\) lies outside \[low, high\]$"):
+        attrs.evolve(rate, estimate=0.05, low=0.1, high=0.9)
+    with pytest.raises(InvalidInputError, match=r"^low \(0\.5\) exceeds high \(-0\.5\)$"):
+        attrs.evolve(comparison, low=0.5, high=-0.5)
+    with pytest.raises(
+        InvalidInputError, match=r"^difference \(0\.9\) lies outside \[low, high\]$"
+    ):
+        attrs.evolve(comparison, difference=0.9, low=-0.5, high=0.5)

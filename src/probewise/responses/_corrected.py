@@ -30,6 +30,14 @@ class CorrectionMethod(enum.Enum):
     """Rogan-Gladen point estimate; Lang & Reiczigel (2014) adjusted interval."""
 
 
+def _check_interval(name: str, value: float, low: float, high: float) -> None:
+    """``low <= high``, and ``value`` inside ``[low, high]`` unless it is NaN."""
+    if not low <= high:
+        raise InvalidInputError(f"low ({low}) exceeds high ({high})")
+    if not math.isnan(value) and not low <= value <= high:
+        raise InvalidInputError(f"{name} ({value}) lies outside [low, high]")
+
+
 @final
 @attrs.frozen(kw_only=True)
 class ThreeWayRates:
@@ -113,10 +121,7 @@ class CorrectedRate:
     three_way: ThreeWayRates | None = None
 
     def __attrs_post_init__(self) -> None:
-        if not self.low <= self.high:
-            raise InvalidInputError(f"low ({self.low}) exceeds high ({self.high})")
-        if not math.isnan(self.estimate) and not self.low <= self.estimate <= self.high:
-            raise InvalidInputError(f"estimate ({self.estimate}) lies outside [low, high]")
+        _check_interval("estimate", self.estimate, self.low, self.high)
 
     @property
     def n(self) -> int:
@@ -169,10 +174,7 @@ class CorrectedComparison:
     confidence: float = attrs.field(validator=_unit_or_nan)
 
     def __attrs_post_init__(self) -> None:
-        if not self.low <= self.high:
-            raise InvalidInputError(f"low ({self.low}) exceeds high ({self.high})")
-        if not math.isnan(self.difference) and not self.low <= self.difference <= self.high:
-            raise InvalidInputError(f"difference ({self.difference}) lies outside [low, high]")
+        _check_interval("difference", self.difference, self.low, self.high)
 
     @property
     def rates_differ(self) -> bool:
