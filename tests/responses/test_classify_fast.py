@@ -103,10 +103,11 @@ def reference_normalise(text: str) -> str:
     if text.isascii():
         text = text.lower()
     else:
+        for curly, straight in classify_module._QUOTES:
+            text = text.replace(curly, straight)
         text = unicodedata.normalize("NFKC", text).casefold()
         for curly, straight in classify_module._QUOTES:
-            if curly in text:
-                text = text.replace(curly, straight)
+            text = text.replace(curly, straight)
     text = " ".join(text.split())
     if not text.isprintable():
         text = " ".join(classify_module._INVISIBLE.sub("", text).split())
@@ -227,6 +228,9 @@ ODD = [
     "é",
     "—",
     "\ud800",
+    "\u00b4",  # (folded before NFKC, which makes it a space and an accent)
+    "\u2033",
+    "\u1ffd",  # (NFKC makes it "\u00b4" first)
     ". ",
     "! ",
     "? ",

@@ -60,6 +60,13 @@ _QUOTES: tuple[tuple[str, str], ...] = tuple(
     )
     for curly in curlies
 )
+# The two that NFKC would change before they could be folded ("\u00b4" becomes a space
+# and a combining accent, so "can\u00b4t" read "can \u0301t"; "\u2033" two primes):
+# folded before NFKC, the others after it (NFKC and casefold keep them as they are).
+_QUOTES_BEFORE_NFKC = tuple(
+    pair for pair in _QUOTES if unicodedata.normalize("NFKC", pair[0]) != pair[0]
+)
+_QUOTES_AFTER_NFKC = tuple(pair for pair in _QUOTES if pair not in _QUOTES_BEFORE_NFKC)
 # Format characters (zero-width space and joiners, soft hyphen, bidi controls, BOM)
 # and the control characters that str.split() does not treat as whitespace.
 _INVISIBLE = regex.compile(r"[\p{Cf}\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]+")
@@ -100,8 +107,11 @@ def normalise(text: str) -> str:
     if text.isascii():
         text = text.lower()
     else:
+        for curly, straight in _QUOTES_BEFORE_NFKC:
+            if curly in text:
+                text = text.replace(curly, straight)
         text = unicodedata.normalize("NFKC", text).casefold()
-        for curly, straight in _QUOTES:
+        for curly, straight in _QUOTES_AFTER_NFKC:
             if curly in text:
                 text = text.replace(curly, straight)
     if not text.isprintable():
