@@ -18,6 +18,7 @@ import json
 import random
 import re
 import string
+import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -305,6 +306,19 @@ def test_normalise_is_the_reference(text: str) -> None:
     assert normalise(text) == reference_normalise(text), "normalise changed"
 
 
+def test_nfkc_makes_no_quote_but_those_folded_after_it() -> None:
+    """normalise folds the quotes before NFKC, and after it only those that NFKC and
+    casefold can make of another character: no other one comes out of any."""
+    quotes = {curly for curly, _ in classify_module._QUOTES}
+    after = {curly for curly, _ in classify_module._QUOTES_FROM_NFKC}
+    made: set[str] = set()
+    for point in range(sys.maxunicode + 1):
+        char = chr(point)
+        if char not in quotes:
+            made |= quotes.intersection(unicodedata.normalize("NFKC", char).casefold())
+    assert made == after, sorted(hex(ord(c)) for c in made ^ after)
+
+
 @QUIET
 @given(
     st.one_of(texts, long_texts, st.text(alphabet=" .!?a\n", max_size=40)),
@@ -341,12 +355,18 @@ def test_opening_is_the_reference(text: str, limit: int, sentences: int) -> None
 @given(
     st.one_of(texts, long_texts, preamble_texts, later_texts),
     st.sampled_from([1, 5, 40, 120, 400]),
+    st.booleans(),
 )
-def test_a_window_read_on_from_the_opening_is_the_reference(text: str, limit: int) -> None:
-    """The later window, read on from what reading the opening normalised, is the
-    window read afresh (and the reference's)."""
+def test_a_window_read_on_from_the_opening_is_the_reference(
+    text: str, limit: int, ahead: bool
+) -> None:
+    """The later window, read on from what reading the opening normalised (looking
+    first, or reading the next piece first), is the window read afresh (and the
+    reference's)."""
     opening, _, read = classify_module._opening_of(text, limit)
-    window, whole, _ = classify_module._opening_of(text, 2 * limit, sentences=4, read=read)
+    window, whole, _ = classify_module._opening_of(
+        text, 2 * limit, sentences=4, read=read, ahead=ahead
+    )
     assert opening == reference_opening(text, limit), "opening differs"
     assert window == reference_opening(text, 2 * limit, 4), ("window differs", len(text), limit)
     assert whole is None or whole == reference_normalise(text), "whole differs"
