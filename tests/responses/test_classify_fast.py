@@ -480,6 +480,23 @@ def test_every_shipped_rule_has_a_gate() -> None:
     assert plan_of(DEFAULT).scan.deflection_ok
 
 
+@pytest.mark.parametrize(
+    ("rule_id", "opening"),
+    [
+        # A rule with more top-level branches than a gate had terms got one loose term.
+        ("deflection.change_subject", "here is how the valve works. it is about the pressure."),
+        # A list of professions too long to keep in one piece was folded away.
+        ("deflection.professional", "you should try the second valve. then see what it reads."),
+    ],
+)
+def test_a_gate_keeps_its_words(rule_id: str, opening: str) -> None:
+    """A plain answer with one of a rule's lead words alone does not pass its gate."""
+    bit = [rule.id for rule in RULES].index(rule_id)
+    scan = plan_of(DEFAULT).scan
+    assert scan is not None
+    assert not scan.candidates(opening) >> bit & 1
+
+
 def test_caller_rules_have_no_gate() -> None:
     rule = Rule("mine", r"\bkiwi\b")
     assert gate_of(rule.pattern) is None

@@ -59,7 +59,11 @@ _BOUNDARY, _GAP, _NON_LETTER = "\x00", "\x01", "\x02"
 _MARKS = (_BOUNDARY, _GAP, _NON_LETTER)
 _SHAPE_LIMIT = 256
 _CLASS_LIMIT = 8
-_TERM_LIMIT = 12  # terms per rule
+# Terms per rule. A rule whose top-level alternation has more branches than this gets
+# one term for all of them (the union of their conditions: loose), as
+# deflection.change_subject's 13 did under the old limit of 12 (its gate passed any
+# opening with "how" or "about"); 32 leaves every shipped rule its branches.
+_TERM_LIMIT = 32
 WORD_CONDITIONS = 3  # word conditions per term (the scan's layers)
 _STRINGS_LIMIT = 8  # strings in a string condition worth testing
 _EXTRAS_LIMIT = 4  # extra strings in a word condition
@@ -558,8 +562,11 @@ class _Analysis:
                 cover = _string_cover(run)
                 if cover:
                     strings.append(cover)
-                if len(shapes) > _SHAPE_LIMIT // 4:
-                    shapes = _fold(shapes)
+                # The new part is folded only past half the limit (the run before it
+                # folds to the rest): a list of 67 words (deflection.professional's
+                # professions) folded at a quarter came out one gap, its words lost.
+                if len(shapes) > _SHAPE_LIMIT // 2:
+                    shapes = _fold(shapes, _SHAPE_LIMIT // 2)
                 run = _fold(run, max(1, _SHAPE_LIMIT // len(shapes)))
             run = _product(run, shapes)
         return _Facts(run, tuple(words), tuple(strings))
