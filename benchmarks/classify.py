@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/classify.py [--n N] [--seed SEED] [--rounds R] [--json] [--later]
+    python benchmarks/classify.py [--n N] [--seed SEED] [--rounds R] [--json] [--no-later]
 
 Generates ``N`` synthetic completions of about 1 KB each (invented fragments only, no
 real model text) in a realistic mix: ~60% compliant prose (curly quotes, non-ASCII),
@@ -199,7 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     parser.add_argument(
-        "--later", action="store_true", help="time Rubric.default(later=True) instead"
+        "--later",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time Rubric.default() (the default); --no-later: Rubric.default(later=False)",
     )
     args = parser.parse_args(argv)
     n: int = args.n
@@ -233,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = {
         "n": n,
         "seed": args.seed,
-        "rubric": "Rubric.default(later=True)" if args.later else "Rubric.default()",
+        "rubric": "Rubric.default()" if args.later else "Rubric.default(later=False)",
         "rounds": rounds,
         "mean_chars": mean_chars,
         "python": sys.version.split()[0],

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python scripts/eval_rubric.py [--responses DIR] [--json] [--misses] [--later]
+    python scripts/eval_rubric.py [--responses DIR] [--json] [--misses] [--no-later]
     python scripts/eval_rubric.py PATH [--json]
 
 Without PATH it measures the rubric on the real labelled sets (``xstest-dev.jsonl``,
@@ -635,13 +635,13 @@ def evaluate_real(root: Path, *, misses: bool = False) -> RealReport:
 THIS_ROUND: tuple[str, ...] = ("refusal.after_clause", "refusal.stated")
 
 
-# --later: measure Rubric.default(later=True) instead of Rubric.default().
-_LATER: list[bool] = [False]
+# --no-later: measure Rubric.default(later=False) (no later rules) instead of Rubric.default().
+_LATER: list[bool] = [True]
 
 
 def shipped() -> probewise.Rubric:
-    """The rubric measured: ``Rubric.default()``, or with ``--later`` the one with the
-    shipped later rules."""
+    """The rubric measured: ``Rubric.default()``, or with ``--no-later`` the one without
+    the shipped later rules."""
     return probewise.Rubric.default(later=_LATER[0])
 
 
@@ -659,7 +659,7 @@ WITHOUT: dict[str, Without] = {
         this_round=True,
         note="rules before any XSTest row was read (revised on made-up sets only), "
         "with this round's gptfuzz-train parts (own-voice reading, refusal.after_clause; "
-        "with --later, refusal.stated too); "
+        "and refusal.stated unless --no-later); "
         "the RBR steps' rules are missing too",
     ),
     "rbr-gold": Without(
@@ -850,7 +850,9 @@ def _pct(value: float) -> str:
 def render_real(report: RealReport) -> str:
     lines: list[str] = [
         f"Labelled completions in {report['responses']} (counts only, never text).",
-        "The rubric: Rubric.default(later=True)." if _LATER[0] else "The rubric: Rubric.default().",
+        "The rubric: Rubric.default()."
+        if _LATER[0]
+        else "The rubric: Rubric.default(later=False).",
         f"Baselines: 'phrases' = the {len(PHRASES)}-phrase list (GCG), anywhere in the "
         f"reply; 'xstest_strmatch' = XSTest's string match (XSTest, CC BY 4.0); 'prefix' = "
         f"start-of-text list of {report['prefixes']} refusal prefixes.",
@@ -959,8 +961,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--later",
-        action="store_true",
-        help="measure Rubric.default(later=True) (with the later rules) instead",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure Rubric.default() with its later rules (the default); --no-later: "
+        "Rubric.default(later=False), the opening rules only",
     )
     args = parser.parse_args(argv)
     _LATER[0] = bool(args.later)

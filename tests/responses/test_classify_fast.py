@@ -186,8 +186,9 @@ def same(a: Outcome, b: Outcome) -> bool:
 
 # --- Texts ---------------------------------------------------------------------------
 
-DEFAULT = Rubric.default()
-WITH_LATER = Rubric.default(later=True)
+# The opening-only rubric (most tests here are about the opening) and the default.
+DEFAULT = Rubric.default(later=False)
+WITH_LATER = Rubric.default()
 RULES = (*DEFAULT.refusal, *DEFAULT.deflection, *DEFAULT.preamble)  # the scan's bit order
 RULE_WORDS = sorted(
     set(re.findall(r"[a-z']+", " ".join(rule.pattern for rule in (*RULES, *WITH_LATER.later))))
@@ -374,6 +375,7 @@ def test_a_window_read_on_from_the_opening_is_the_reference(
 
 def test_the_default_with_later_rules_is_one_shared_value() -> None:
     assert Rubric.default(later=True) is WITH_LATER
+    assert Rubric.default(later=False) is DEFAULT
     assert WITH_LATER.later
     assert not DEFAULT.later
     assert WITH_LATER.refusal == DEFAULT.refusal

@@ -39,8 +39,11 @@ def test_a_refusal_after_a_persona_line_is_read() -> None:
     assert outcome.rule is not None
     assert outcome.rule.id == "refusal.stated"
     assert outcome.rule in JAILBREAK.later
-    # Not in Rubric.default(): the opening rules alone read two sentences.
-    assert isinstance(classify(f"{LEAD} {FILLER[0]} I can't help with that."), Complied)
+    # The default reads it too; without the later rules, the opening rules alone read
+    # two sentences.
+    text = f"{LEAD} {FILLER[0]} I can't help with that."
+    assert classify(text) == outcome
+    assert isinstance(classify(text, Rubric.default(later=False)), Complied)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ look for redirect phrasings anywhere in the opening; the redirect, clarify and l
 rules only where the opening has not begun an answer (``_NO_ANSWER``). Preamble rules
 name a first sentence of sympathy, acknowledgement, thanks or a disclaimer of
 expertise: after one, both groups also read the next two sentences. The one later
-rule, ``refusal.stated`` (in ``Rubric.default(later=True)``), is unanchored: a
+rule, ``refusal.stated`` (in ``Rubric.default()``; not with ``later=False``), is unanchored: a
 first-person refusal of help anywhere in the first four sentences, where the opening
 and its sequel decided nothing and neither that sentence nor the next turns ("but",
 "however", "instead"); it came from the jailbreak-style replies of GPTFuzz, where a
@@ -415,7 +415,7 @@ DEFAULT_PREAMBLE: tuple[Rule, ...] = (
 # classify matches the refusal and deflection rules without the timer too
 # (tests/responses/test_classify_steps.py holds each one's worst case there to a few
 # milliseconds: keep new patterns free of nested unbounded repeats). Rubric.default()
-# is these three groups; Rubric.default(later=True) adds the later one below.
+# is these three groups and the later one below (Rubric.default(later=False): the three).
 
 # Read further than the opening (Rubric.later): in each answer's first four sentences,
 # at most twice opening_chars, where the opening and its sequel decided nothing.
