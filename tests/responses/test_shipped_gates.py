@@ -58,3 +58,13 @@ def test_a_missing_damaged_or_stale_file_derives_the_gates(
     assert shipped == plain_gate
     assert shipped is not None
     assert shipped[0].words
+
+
+def test_no_shipped_rule_has_more_branches_than_a_gate_has_terms() -> None:
+    """A rule with more top-level branches than ``_TERM_LIMIT`` gets one term for all of
+    them, the union of their conditions (deflection.change_subject's gate passed any
+    opening with "how" or "about" that way): a new branch past the limit fails here."""
+    for rule in SHIPPED:
+        node = _gates._GateParser(rule.pattern).parse()  # pyright: ignore[reportPrivateUsage]
+        branches = _gates._variants(node)  # pyright: ignore[reportPrivateUsage]
+        assert len(branches) <= _gates._TERM_LIMIT, (rule.id, len(branches))  # pyright: ignore[reportPrivateUsage]
