@@ -168,6 +168,7 @@ def test_normalise() -> None:
     # The two that NFKC would change first (an acute accent typed as an apostrophe
     # became a space and a combining accent; a double prime, two primes).
     assert normalise("I can\u00b4t") == "i can't"
+    assert normalise("I can\u1ffdt") == "i can't"  # (Greek oxia: canonically the same)
     assert normalise("\u2033No\u2033") == '"no"'
     assert isinstance(classify("I can\u00b4t help with that."), Refused)
 

@@ -232,7 +232,7 @@ ODD = [
     "\ud800",
     "\u00b4",  # (folded before NFKC, which makes it a space and an accent)
     "\u2033",
-    "\u1ffd",  # (NFKC makes it "\u00b4" first)
+    "\u1ffd",  # (canonically "\u00b4": folded the same)
     ". ",
     "! ",
     "? ",

@@ -2,7 +2,8 @@
 
 :func:`probewise.responses.decide.decided_outcome` classifies a growing prefix of a
 reply while a :class:`Reach` records. The classifier reads bounded windows of the text
-(the opening, the preamble's sequel, the first ``_prefix_chars`` characters where it
+(the opening, the preamble's sequel, the later rules' window of four sentences, the
+first ``_prefix_chars`` characters where it
 looks for later answers, the axis window, the tags that :mod:`._voice` sets aside); at
 each, it reports here whether the window was settled inside the text or reached its
 end (where more text could change what the window holds). When none reached the end,

@@ -55,14 +55,15 @@ __all__ = ["Completion", "classify", "normalise"]
 _QUOTES: tuple[tuple[str, str], ...] = tuple(
     (curly, straight)
     for straight, curlies in (
-        ("'", "\u2018\u2019\u201a\u201b\u2032\u00b4\u2039\u203a\u02bc"),
+        # ("\u1ffd", Greek oxia, is canonically "\u00b4": the same.)
+        ("'", "\u2018\u2019\u201a\u201b\u2032\u00b4\u1ffd\u2039\u203a\u02bc"),
         ('"', "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb"),
     )
     for curly in curlies
 )
-# Folded before NFKC: two of them NFKC would change before they could be folded
-# ("\u00b4" becomes a space and a combining accent, so "can\u00b4t" read "can \u0301t";
-# "\u2033" two primes), and a text whose only non-ASCII characters are quotes (the
+# Folded before NFKC: three of them NFKC would change before they could be folded
+# ("\u00b4" and "\u1ffd" become a space and a combining accent, so "can\u00b4t" read
+# "can \u0301t"; "\u2033" two primes), and a text whose only non-ASCII characters are quotes (the
 # usual case) is ASCII then, and skips NFKC and casefold. What NFKC and casefold can
 # make of other characters holds no quote but these (from "\u0149", "\u2034" and
 # "\u2057"; a test checks every character): folded after them.
@@ -102,8 +103,9 @@ def _prefix_chars(limit: int) -> int:
 
 
 def normalise(text: str) -> str:
-    """The form rules match: format characters removed, NFKC, casefolded, curly quotes
-    folded to straight ones, whitespace collapsed to single spaces, stripped."""
+    """The form rules match: curly quotes folded to straight ones (before NFKC, and
+    the two it can make after it), NFKC, casefolded, format characters removed,
+    whitespace collapsed to single spaces, stripped."""
     if not text.isascii():
         for curly, straight in _QUOTES:
             if curly in text:

@@ -39,7 +39,8 @@ def decided_outcome(
     not truncated) when none of the windows the classifier read reached the end of
     ``prefix``: its opening is complete (the sentences ended, or ``opening_chars``
     were read), and so is what it reads past the opening (a preamble's next
-    sentences; where the first answer declines, the first
+    sentences; the later rules' window, the first four sentences, at most
+    ``2 * opening_chars`` characters; where the first answer declines, the first
     ``max(65536, 64 * opening_chars)`` characters, where a later answer may start). A
     ``axis`` that the rubric maps reads the whole reply: an outcome that reaches its
     rules is decided only at the end. ``None`` for an :class:`~probewise.Error` too.

@@ -185,7 +185,7 @@ class Rubric:
         rule (``refusal.stated``) reads a first-person refusal anywhere in an answer's
         first four sentences: on jailbreak-style replies, where a persona's line comes
         before the refusal, it finds more declines, and on the sets it was not built
-        from it changed little (figures in docs/measurements.md), at 1.13 to 1.19 times
+        from it changed little (figures in docs/measurements.md), at 1.13 to 1.20 times
         the time per reply (the same page). ``later=False`` is the rubric of the
         opening and its sequel only (the default before the later rule was fast
         enough), for a run that must match earlier figures.
