@@ -165,8 +165,9 @@ def test_huge_and_odd_text_never_raises() -> None:
 def test_normalise() -> None:
     assert normalise("  I\u2019M  \uff43\uff41\uff4e\u200b\u2019t\n") == "i'm can't"
     assert normalise("\u201cQuoted\u201d") == '"quoted"'
-    # The two that NFKC would change first (an acute accent typed as an apostrophe
-    # became a space and a combining accent; a double prime, two primes).
+    # The three that NFKC would change first (an acute accent typed as an apostrophe,
+    # and the Greek oxia, became a space and a combining accent; a double prime, two
+    # primes).
     assert normalise("I can\u00b4t") == "i can't"
     assert normalise("I can\u1ffdt") == "i can't"  # (Greek oxia: canonically the same)
     assert normalise("\u2033No\u2033") == '"no"'

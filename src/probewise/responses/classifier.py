@@ -63,11 +63,11 @@ _QUOTES: tuple[tuple[str, str], ...] = tuple(
 )
 # Folded before NFKC: three of them NFKC would change before they could be folded
 # ("\u00b4" and "\u1ffd" become a space and a combining accent, so "can\u00b4t" read
-# "can \u0301t"; "\u2033" two primes), and a text whose only non-ASCII characters are quotes (the
-# usual case) is ASCII then, and skips NFKC and casefold. What NFKC and casefold can
-# make of other characters holds no quote but these (from "\u0149", "\u2034" and
-# "\u2057"; a test checks every character): folded after them.
-_QUOTES_FROM_NFKC: tuple[tuple[str, str], ...] = (("\u02bc", "'"), ("\u2032", "'"))
+# "can \u0301t"; "\u2033" two primes), and a text whose only non-ASCII characters are
+# quotes (the usual case) is ASCII then, and skips NFKC and casefold. What NFKC and
+# casefold can make of other characters holds no quote but these two (from "\u0149",
+# "\u2034" and "\u2057"; a test checks every character): folded after them.
+_QUOTES_FROM_NFKC = tuple(pair for pair in _QUOTES if pair[0] in "\u02bc\u2032")
 # Format characters (zero-width space and joiners, soft hyphen, bidi controls, BOM)
 # and the control characters that str.split() does not treat as whitespace.
 _INVISIBLE = regex.compile(r"[\p{Cf}\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]+")
